@@ -1,0 +1,35 @@
+# Every target installs what it needs into .venv from the project's own files first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: install regen check-regen lint test demo bench
+.DEFAULT_GOAL := test
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(BIN)/.installed
+
+regen: install  ## regenerate generated/ from specs/ and print what changed in the public surface
+	$(BIN)/python scripts/regen.py
+
+check-regen: install  ## fail if generated/ differs from what specs/ produce
+	$(BIN)/python scripts/regen.py --check
+
+lint: install  ## ruff (lint and format) and mypy --strict on the hand-written code
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy --strict wrapper
+
+test: check-regen lint  ## everything CI runs
+	$(BIN)/python -m pytest -q
+
+demo: install  ## the main job: the sandbox and both clients, end to end
+	$(BIN)/python examples/demo.py
+
+bench: install  ## speed and memory against raw httpx and aiohttp (not part of `make test`)
+	$(BIN)/python scripts/bench/run.py

@@ -1,0 +1,1 @@
+"""Low-level clients generated from specs/ by `make regen`; never edited by hand."""

@@ -1,0 +1,105 @@
+"""Regenerate ``generated/<api>/`` from ``specs/``: normalise, run openapi-python-client, report.
+
+    python scripts/regen.py            write generated/, print what changed in the public surface
+    python scripts/regen.py --check    exit 1 if generated/ differs from what specs/ produce
+
+``--spec NAME=PATH`` and ``--out DIR`` regenerate from another copy of a spec into another tree,
+so the pipeline can be exercised on a modified spec without touching the project.
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+from normalize import normalize
+from surface import diff_surfaces, read_surface
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = {"gradient": ROOT / "specs" / "gradient.json", "scale": ROOT / "specs" / "scale.yaml"}
+CONFIG = ROOT / "scripts" / "generator.yaml"
+PACKAGE_INIT = '"""Low-level clients generated from specs/ by `make regen`; never edited by hand."""\n'
+
+
+def load_spec(path: Path) -> dict[str, object]:
+    """Read a JSON or YAML OpenAPI document."""
+    text = path.read_text(encoding="utf-8")
+    return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+
+
+def generate(name: str, spec_path: Path, workdir: Path) -> Path:
+    """Generate the client for one spec under ``workdir``; fail on any generator warning."""
+    normalised = workdir / f"{name}.json"
+    normalised.write_text(json.dumps(normalize(load_spec(spec_path)), indent=2), encoding="utf-8")
+    out = workdir / name
+    bindir = Path(sys.executable).parent  # the generator's post-hooks run ruff from here
+    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    cmd = [
+        str(bindir / "openapi-python-client"), "generate", "--path", str(normalised),
+        "--config", str(CONFIG), "--meta", "none", "--output-path", str(out), "--fail-on-warning",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True)
+    output = (proc.stdout + proc.stderr).strip()
+    if proc.returncode != 0 or output != f"Generating {out}":
+        sys.exit(f"openapi-python-client failed or warned on {spec_path}:\n{output}")
+    return out
+
+
+def tree_differences(left: Path, right: Path) -> list[str]:
+    """Relative paths of files that differ between two directory trees, or exist in only one."""
+    cmp = filecmp.dircmp(left, right, ignore=["__pycache__"])
+    found = [f"{p}" for p in cmp.left_only + cmp.right_only + cmp.diff_files]
+    _, mismatch, errors = filecmp.cmpfiles(left, right, cmp.common_files, shallow=False)
+    found += [p for p in mismatch + errors if p not in found]
+    for sub in cmp.common_dirs:
+        found += [f"{sub}/{p}" for p in tree_differences(left / sub, right / sub)]
+    return sorted(found)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="compare instead of writing")
+    parser.add_argument("--out", type=Path, default=ROOT / "generated", help="the generated tree")
+    parser.add_argument("--spec", action="append", default=[], metavar="NAME=PATH", help="another spec file")
+    args = parser.parse_args()
+    specs = dict(SPECS)
+    for item in args.spec:
+        name, _, path = item.partition("=")
+        if name not in SPECS or not path:
+            parser.error(f"--spec takes NAME=PATH with NAME one of {sorted(SPECS)}, got {item!r}")
+        specs[name] = Path(path)
+
+    stale = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, spec_path in specs.items():
+            fresh = generate(name, spec_path, Path(tmp))
+            target = args.out / name
+            if args.check:
+                differences = tree_differences(target, fresh) if target.is_dir() else ["(missing)"]
+                stale += [f"generated/{name}/{path}" for path in differences]
+                continue
+            report = diff_surfaces(read_surface(target), read_surface(fresh))
+            print(f"{name}: " + ("public surface changes:" if report else "public surface unchanged"))
+            for line in report:
+                print(f"  {line}")
+            shutil.rmtree(target, ignore_errors=True)
+            shutil.copytree(fresh, target)
+        if not args.check:
+            (args.out / "__init__.py").write_text(PACKAGE_INIT, encoding="utf-8")
+            (args.out / "py.typed").write_text("", encoding="utf-8")
+    if stale:
+        print("generated/ differs from what specs/ produce (run `make regen`):", *stale, sep="\n  ")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

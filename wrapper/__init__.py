@@ -1,0 +1,1 @@
+"""Typed clients for Gradient's and Scale GP's completion APIs: ``wrapper.gradient``, ``wrapper.scale``."""

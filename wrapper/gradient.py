@@ -1,0 +1,1 @@
+"""Gradient's ``POST /models/{id}/complete``."""
