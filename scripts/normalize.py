@@ -134,7 +134,7 @@ def _hoist_tagged_variants(name: str, schemas: dict[str, Any]) -> None:
         suffix = re.findall(r"[A-Z][a-z]*", name)[-1:] or [""]
         mapping: dict[str, str] = {}
         refs = []
-        for variant, tag in zip(variants, tags, strict=True):
+        for tag in tags:
             assert tag is not None
             variant_name = pascal_case(tag[1])
             if not variant_name.endswith(suffix[0]):

@@ -65,7 +65,9 @@ def tree_differences(left: Path, right: Path) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--check", action="store_true", help="compare instead of writing")
     parser.add_argument("--out", type=Path, default=ROOT / "generated", help="the generated tree")
     parser.add_argument("--spec", action="append", default=[], metavar="NAME=PATH", help="another spec file")

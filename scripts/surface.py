@@ -53,13 +53,19 @@ def _read_models(path: Path, surface: Surface) -> None:
                         continue
                     required = "optional" if stmt.value is not None else "required"
                     surface[f"field {node.name}.{name}"] = f"{ast.unparse(stmt.annotation)} {required}"
-        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Subscript):
-            if ast.unparse(node.value.value) == "Literal" and isinstance(node.targets[0], ast.Name):
-                enum = node.targets[0].id
-                surface[f"enum {enum}"] = ""
-                values = node.value.slice
-                for value in values.elts if isinstance(values, ast.Tuple) else [values]:
-                    surface[f"enum-value {enum}.{ast.literal_eval(value)}"] = ""
+        elif isinstance(node, ast.Assign) and (values := _literal_values(node.value)) is not None:
+            enum = ast.unparse(node.targets[0])
+            surface[f"enum {enum}"] = ""
+            for value in values:
+                surface[f"enum-value {enum}.{value}"] = ""
+
+
+def _literal_values(node: ast.expr) -> list[object] | None:
+    """The values of ``Literal["a", "b"]``: how the generator writes an enum (``literal_enums``)."""
+    if not (isinstance(node, ast.Subscript) and ast.unparse(node.value) == "Literal"):
+        return None
+    items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    return [ast.literal_eval(item) for item in items]
 
 
 def _annotation(arg: ast.arg) -> str:
