@@ -11,6 +11,8 @@ today's file, so a later version of either vendor's spec goes through it unchang
   ``CompleteModelBodyParamsGuidance``) instead of the generator's ``...GuidanceType0``;
 * component schemas whose names are module paths
   (``egp_api_backend__server__..__Choice``) are renamed to their ``title``;
+* defaults of request-body fields move into their descriptions: they are what the server assumes
+  when a field is absent, and the generated model would otherwise send them on every request;
 * operation ids become snake_case identifiers (``CompleteModel`` -> ``complete_model``); an id
   that is no identifier (``POST-V4-/models/{id}/completions``) is derived from the method and
   the last path segment (``create_completion``).
@@ -19,6 +21,7 @@ today's file, so a later version of either vendor's spec goes through it unchang
 from __future__ import annotations
 
 import copy
+import json
 import re
 from typing import Any
 
@@ -37,6 +40,7 @@ def normalize(spec: dict[str, Any]) -> dict[str, Any]:
         _hoist_nullable_objects(name, schemas)
         _hoist_tagged_variants(name, schemas)
     _clean_operation_ids(spec)
+    _move_request_defaults_to_descriptions(spec, schemas)
     return spec
 
 
@@ -171,3 +175,29 @@ def _operation_id_from_route(method: str, path: str) -> str:
         return f"list_{resource}"
     singular = re.sub(r"(?<!s)s$", "", resource)
     return f"{METHOD_VERBS.get(method, method)}_{singular}"
+
+
+def _move_request_defaults_to_descriptions(spec: dict[str, Any], schemas: dict[str, Any]) -> None:
+    pending = [
+        media["schema"]
+        for item in spec.get("paths", {}).values()
+        for method in HTTP_METHODS
+        for media in (item.get(method) or {}).get("requestBody", {}).get("content", {}).values()
+        if isinstance(media, dict) and isinstance(media.get("schema"), dict)
+    ]
+    seen: set[int] = set()
+    while pending:
+        schema = pending.pop()
+        if not isinstance(schema, dict) or id(schema) in seen:
+            continue
+        seen.add(id(schema))
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith(REF_PREFIX):
+            pending.append(schemas.get(ref.removeprefix(REF_PREFIX)))
+        for prop in schema.get("properties", {}).values():
+            if isinstance(prop, dict) and "default" in prop:
+                note = f"Server default: {json.dumps(prop.pop('default'))}."
+                prop["description"] = f"{prop['description']} {note}" if prop.get("description") else note
+        pending.extend(schema.get("properties", {}).values())
+        pending.extend(value for key in ("allOf", "anyOf", "oneOf") for value in schema.get(key, []))
+        pending.extend(schema[key] for key in ("items", "additionalProperties") if key in schema)

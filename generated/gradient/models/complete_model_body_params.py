@@ -24,7 +24,8 @@ class CompleteModelBodyParams:
     Attributes:
         query (str): The prompt string you are providing the model, to which the model will generate a completion in
             response.
-        auto_template (bool | None | Unset): Automatically adds the recommended base model templating. Default: True.
+        auto_template (bool | None | Unset): Automatically adds the recommended base model templating. Server default:
+            true.
         guidance (CompleteModelBodyParamsGuidance | None | Unset):
         max_generated_token_count (int | None | Unset): The maximum number of tokens to generate.
         rag (CompleteModelBodyParamsRag | None | Unset):
@@ -37,7 +38,7 @@ class CompleteModelBodyParams:
     """
 
     query: str
-    auto_template: bool | None | Unset = True
+    auto_template: bool | None | Unset = UNSET
     guidance: CompleteModelBodyParamsGuidance | None | Unset = UNSET
     max_generated_token_count: int | None | Unset = UNSET
     rag: CompleteModelBodyParamsRag | None | Unset = UNSET

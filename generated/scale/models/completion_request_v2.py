@@ -31,7 +31,7 @@ class CompletionRequestV2:
             the output more random, while lower values like 0.2 will make it more focused and deterministic. Setting
             temperature=0.0 will enable fully deterministic (greedy) sampling.NOTE: The temperature parameter range for some
             model is limited to [0, 1] if the given value is above the available range, it defaults to the max value.
-            Temperature is ignored for OpenAI reasoning models. Default: 0.2.
+            Temperature is ignored for OpenAI reasoning models. Server default: 0.2.
         stop_sequences (list[str] | Unset): List of up to 4 sequences where the API will stop generating further tokens.
             The returned text will not contain the stop sequence.
         max_tokens (int | Unset): The maximum number of tokens to generate in the completion. The token count of your
@@ -57,7 +57,7 @@ class CompletionRequestV2:
         presence_penalty (float | Unset): Penalize tokens based on if they have already appeared in the text. Positive
             values encourage the model to generate new tokens and negative values encourage the model to repeat tokens.
             Available for models provided by LLM Engine and OpenAI.
-        stream (bool | Unset): Flag indicating whether to stream the completion response Default: False.
+        stream (bool | Unset): Flag indicating whether to stream the completion response Server default: false.
         logprobs (bool | Unset): Whether to return logprobs. Currently only supported for llmengine chat models.
         top_logprobs (int | Unset): Number of top logprobs to return. Currently only supported for llmengine chat
             models.
@@ -71,14 +71,14 @@ class CompletionRequestV2:
 
     prompt: str
     model_request_parameters: ParameterBindings | Unset = UNSET
-    temperature: float | Unset = 0.2
+    temperature: float | Unset = UNSET
     stop_sequences: list[str] | Unset = UNSET
     max_tokens: int | Unset = UNSET
     top_p: float | Unset = UNSET
     top_k: float | Unset = UNSET
     frequency_penalty: float | Unset = UNSET
     presence_penalty: float | Unset = UNSET
-    stream: bool | Unset = False
+    stream: bool | Unset = UNSET
     logprobs: bool | Unset = UNSET
     top_logprobs: int | Unset = UNSET
     chat_template: str | Unset = UNSET
