@@ -81,19 +81,19 @@ def main() -> int:
 
     stale = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, spec_path in specs.items():
-            fresh = generate(name, spec_path, Path(tmp))
+        fresh = {name: generate(name, spec_path, Path(tmp)) for name, spec_path in specs.items()}
+        for name, new in fresh.items():  # only once every spec generated cleanly
             target = args.out / name
             if args.check:
-                differences = tree_differences(target, fresh) if target.is_dir() else ["(missing)"]
+                differences = tree_differences(target, new) if target.is_dir() else ["(missing)"]
                 stale += [f"generated/{name}/{path}" for path in differences]
                 continue
-            report = diff_surfaces(read_surface(target), read_surface(fresh))
+            report = diff_surfaces(read_surface(target), read_surface(new))
             print(f"{name}: " + ("public surface changes:" if report else "public surface unchanged"))
             for line in report:
                 print(f"  {line}")
             shutil.rmtree(target, ignore_errors=True)
-            shutil.copytree(fresh, target)
+            shutil.copytree(new, target)
         if not args.check:
             (args.out / "__init__.py").write_text(PACKAGE_INIT, encoding="utf-8")
             (args.out / "py.typed").write_text("", encoding="utf-8")

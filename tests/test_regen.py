@@ -1,0 +1,93 @@
+"""`make regen` end to end: the real generator on modified copies of the specs, in a temp directory."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def regen(*args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, str(ROOT / "scripts" / "regen.py"), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, check=False)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A copy of the committed generated/ tree to regenerate over."""
+    shutil.copytree(ROOT / "generated", tmp_path / "generated", ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path / "generated"
+
+
+def test_surface_report_marks_what_breaks_callers(tree: Path, tmp_path: Path) -> None:
+    spec = yaml.safe_load((ROOT / "specs" / "scale.yaml").read_text())
+    request = spec["components"]["schemas"]["CompletionRequestV2"]["properties"]
+    del request["frequency_penalty"]  # a removed field
+    request["seed"] = {"type": "integer", "title": "Seed"}  # a new optional field
+    request["reasoning_effort"]["enum"] = ["minimal", "low", "medium"]  # a changed enum
+    modified = tmp_path / "scale.yaml"
+    modified.write_text(yaml.safe_dump(spec))
+
+    result = regen("--out", str(tree), "--spec", f"scale={modified}")
+
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "gradient: public surface unchanged" in lines
+    assert "scale: public surface changes:" in lines
+    changes = sorted(line.strip() for line in lines[lines.index("scale: public surface changes:") + 1 :])
+    assert changes == sorted([
+        "BREAKING - field CompletionRequestV2.frequency_penalty",
+        "+ field CompletionRequestV2.seed: int | Unset optional",
+        "BREAKING - enum-value CompletionRequestV2ReasoningEffort.high",
+        "+ enum-value CompletionRequestV2ReasoningEffort.minimal",
+    ])  # fmt: skip
+    assert "seed: int | Unset" in (tree / "scale" / "models" / "completion_request_v2.py").read_text()
+
+
+def test_new_required_parameter_is_breaking_and_new_operation_is_not(tree: Path, tmp_path: Path) -> None:
+    spec = yaml.safe_load((ROOT / "specs" / "scale.yaml").read_text())
+    operation = spec["paths"]["/v4/models/{model_deployment_id}/completions"]["post"]
+    operation["parameters"].append(
+        {"name": "region", "in": "query", "required": True, "schema": {"type": "string"}}
+    )
+    spec["paths"]["/v4/models"] = {
+        "get": {"operationId": "listModels", "responses": {"200": {"description": "ok"}}}
+    }
+    modified = tmp_path / "scale.yaml"
+    modified.write_text(yaml.safe_dump(spec))
+
+    result = regen("--out", str(tree), "--spec", f"scale={modified}")
+
+    assert result.returncode == 0, result.stderr
+    assert "BREAKING + parameter create_completion.region: str required" in result.stdout
+    assert "         + operation list_models" in result.stdout
+
+
+def test_check_fails_when_generated_differs_and_passes_after_regen(tree: Path) -> None:
+    assert regen("--check", "--out", str(tree)).returncode == 0
+    model = tree / "gradient" / "models" / "complete_model_success.py"
+    model.write_text(model.read_text() + "# edited by hand\n")
+
+    result = regen("--check", "--out", str(tree))
+
+    assert result.returncode == 1
+    assert "generated/gradient/models/complete_model_success.py" in result.stdout
+    assert regen("--out", str(tree)).returncode == 0
+    assert regen("--check", "--out", str(tree)).returncode == 0
+
+
+def test_a_generator_warning_fails_the_run(tmp_path: Path) -> None:
+    spec = yaml.safe_load((ROOT / "specs" / "scale.yaml").read_text())
+    spec["components"]["schemas"]["CompletionResponse"]["properties"]["broken"] = {"$ref": "#/nowhere"}
+    modified = tmp_path / "scale.yaml"
+    modified.write_text(yaml.safe_dump(spec))
+
+    result = regen("--out", str(tmp_path / "out"), "--spec", f"scale={modified}")
+
+    assert result.returncode != 0
+    assert "failed or warned" in result.stderr
+    assert not (tmp_path / "out").exists()  # nothing written when any spec fails
