@@ -1,0 +1,175 @@
+"""Both completion APIs on localhost, answered by a tiny real language model: develop and test offline.
+
+``python -m wrapper.sandbox`` serves Gradient at ``http://HOST:PORT/api`` and Scale GP at
+``http://HOST:PORT``; in Python, ``with Sandbox() as sb:`` runs it on a free port in a background
+thread::
+
+    with Sandbox(seed=0) as sb:
+        scale = Scale(api_key="k", account_id="a", base_url=sb.scale_base_url)
+        sb.inject(status=429, retry_after=1, count=2, api="scale")   # the next two Scale requests
+        ...
+
+Text comes from a word-level trigram/bigram model trained at start-up on Alice's Adventures in
+Wonderland, chapters I-II (``corpus.txt``). Sampling honours temperature (0 is greedy), top-k, top-p,
+max tokens (finish reason ``length``; ``stop`` at the end of a paragraph or a stop sequence), stop
+sequences, guidance (the most likely choice) and Scale's logprobs; ``seed`` makes it reproducible.
+See ``python -m wrapper.sandbox --help`` (or ``HELP``) for the models, the RAG collection, the error
+triggers and fault injection.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from types import TracebackType
+from typing import Any, Self
+
+import uvicorn
+
+from . import _catalog
+from ._app import FAULT_HEADER, GRADIENT_STATUS, SandboxApp, Stats
+from ._faults import __doc__ as _FAULTS_DOC
+from ._faults import make_rule, parse_rule
+
+__all__ = ["HELP", "Sandbox", "Stats", "serve"]
+
+
+def _help() -> str:
+    gradient = "\n".join(f"  {m.id:30} {m.description}" for m in _catalog.GRADIENT_MODELS)
+    scale = "\n".join(f"  {m.id:30} {m.description}" for m in _catalog.SCALE_MODELS)
+    statuses = "\n".join(f"  {status}  {kind}" for kind, status in GRADIENT_STATUS.items())
+    faults = (_FAULTS_DOC or "").split("\n\n", 1)[1]
+    return f"""\
+Gradient models (base URL http://HOST:PORT/api, header Authorization: Bearer <any>, x-gradient-workspace-id):
+{gradient}
+Scale deployments (base URL http://HOST:PORT, header x-api-key: <any>):
+{scale}
+RAG collection (Gradient rag.collectionId): {_catalog.RAG_COLLECTION!r},
+{len(_catalog.RAG_DOCUMENTS)} documents about Alice; a query matches those sharing a word with it.
+
+Error triggers (Gradient statuses by error type):
+{statuses}
+  unknown model id ending in {_catalog.ADAPTER_SUFFIX!r} -> unknownModelAdapter,
+  other unknown id -> unknownBaseModel
+  query containing a blocklisted word ({", ".join(_catalog.BLOCKLIST)}) -> flaggedContent
+  prompt containing {_catalog.FAIL_TRIGGER!r} -> Gradient failed; Scale 500, or an `event: error` after
+  two chunks of a stream
+  query longer than the model's context -> unprocessableContent; Scale: prompt + max_tokens over the
+  context -> 422; guidance on a model without it -> modelDoesNotSupportGuidance; rag with
+  autoTemplate false -> ragRequiresAutoTemplating; other collection -> unknownRagCollection; no
+  matching document -> noRagDocumentsFound; missing credentials -> 401
+
+Fault injection: header `{FAULT_HEADER}: status=429;retry-after=1` (this request), POST /_sandbox/faults
+with JSON {{"status": 503, "count": 2, "api": "scale"}} (DELETE clears), or Sandbox.inject(...).
+{faults}
+Sandbox routes: GET /_sandbox/models, GET|DELETE /_sandbox/stats, GET|POST|DELETE /_sandbox/faults.
+"""
+
+
+HELP = _help()
+"""What ``--help`` prints after the options: models, RAG collection, triggers, fault injection."""
+
+
+def _server(app: SandboxApp, host: str, port: int) -> uvicorn.Server:
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        lifespan="off",
+        access_log=False,
+        log_config=None,
+        log_level="warning",
+        timeout_graceful_shutdown=2,
+    )
+    server = uvicorn.Server(config)
+    app.connections = lambda: server.server_state.connections  # type: ignore[assignment, return-value]
+    return server
+
+
+def serve(host: str = "127.0.0.1", port: int = 3026, seed: int | None = 0) -> None:
+    """Serve the sandbox in the foreground until interrupted."""
+    _server(SandboxApp(seed), host, port).run()
+
+
+class Sandbox:
+    """The sandbox on a free port of 127.0.0.1, in a background thread: ``with Sandbox() as sb: ...``."""
+
+    def __init__(self, *, seed: int | None = 0, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.app = SandboxApp(seed)
+        self._host, self._port = host, port
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._socket: socket.socket | None = None
+
+    @property
+    def url(self) -> str:
+        """``http://HOST:PORT`` (only while running)."""
+        if self._socket is None:
+            raise RuntimeError("the sandbox is not running")
+        host, port = self._socket.getsockname()[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def gradient_base_url(self) -> str:
+        """The Gradient client's ``base_url``."""
+        return f"{self.url}/api"
+
+    @property
+    def scale_base_url(self) -> str:
+        """The Scale client's ``base_url``."""
+        return self.url
+
+    def start(self) -> Self:
+        """Bind the port and serve until ``stop``; returns once the server accepts connections."""
+        if self._thread is not None:
+            raise RuntimeError("the sandbox is already running")
+        self._socket = socket.create_server((self._host, self._port))
+        self._server = _server(self.app, self._host, self._port)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._socket]}, name="wrapper-sandbox", daemon=True
+        )
+        self._thread.start()
+        while not self._server.started:
+            if not self._thread.is_alive():
+                self.stop()
+                raise RuntimeError("the sandbox server failed to start")
+            self._thread.join(0.005)
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and release the port."""
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join()
+        if self._socket is not None:
+            self._socket.close()
+        self._server = self._thread = self._socket = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def inject(self, spec: str | None = None, /, **options: Any) -> None:
+        """Queue a fault: ``"status=429;retry-after=1;count=2"`` or keywords (``status=429, retry_after=1``).
+
+        Keys: status, retry_after, retry_after_ms, delay, cut, reset, malformed ("json"|"shape"), count
+        (default 1), rate, api ("gradient"|"scale"), model. See ``HELP``.
+        """
+        self.app.faults.add(parse_rule(spec) if spec is not None else make_rule(**options))
+
+    def clear_faults(self) -> None:
+        """Drop every queued fault."""
+        self.app.faults.clear()
+
+    def stats(self) -> Stats:
+        """Requests served, in flight now, and the most in flight at once, since the last reset."""
+        return self.app.counter.snapshot()
+
+    def reset_stats(self) -> None:
+        """Start counting afresh."""
+        self.app.counter.reset()

@@ -1,0 +1,145 @@
+"""Fault injection: which of the next requests misbehave, and how.
+
+A fault is written ``key=value;key=value`` (the ``x-sandbox-fault`` header, ``--help``) or given as
+keyword arguments (``Sandbox.inject``, ``POST /_sandbox/faults`` JSON). Keys:
+
+- ``status=CODE``: answer CODE with an error body of the API's shape; ``retry-after=S`` adds
+  ``Retry-After: S`` and ``retry-after-ms=MS`` adds ``retry-after-ms: MS``.
+- ``delay=D``: wait D seconds before answering (combines with the others).
+- ``cut=K``: a stream is cut (connection aborted) after K chunks; a non-stream request is reset.
+- ``reset``: abort the connection without any response.
+- ``malformed=json|shape``: answer 200 with a body that is not JSON, or JSON of the wrong shape.
+- ``count=N`` (default 1), ``rate=P`` (each matching request is hit with probability P, drawn from the
+  sandbox's seeded generator; with ``rate`` and no ``count`` the rule never runs out),
+  ``api=gradient|scale`` and ``model=ID`` select the requests a rule applies to.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from dataclasses import dataclass, fields
+from typing import Any, Literal
+
+Api = Literal["gradient", "scale"]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """How one request misbehaves."""
+
+    status: int | None = None
+    retry_after: float | None = None
+    retry_after_ms: int | None = None
+    delay: float = 0.0
+    cut: int | None = None
+    reset: bool = False
+    malformed: Literal["json", "shape"] | None = None
+
+    def __post_init__(self) -> None:
+        if self.malformed not in (None, "json", "shape"):
+            raise ValueError(f"malformed must be 'json' or 'shape', not {self.malformed!r}")
+        if self.status is not None and not 100 <= self.status <= 599:
+            raise ValueError(f"status must be an HTTP status code, not {self.status}")
+
+    def headers(self) -> dict[str, str]:
+        """The Retry-After headers this fault's status answer carries."""
+        headers = {}
+        if self.retry_after is not None:
+            headers["retry-after"] = f"{self.retry_after:g}"
+        if self.retry_after_ms is not None:
+            headers["retry-after-ms"] = str(self.retry_after_ms)
+        return headers
+
+
+@dataclass
+class Rule:
+    """A fault for the next ``count`` matching requests (None: no limit), each hit with chance ``rate``."""
+
+    fault: Fault
+    count: int | None = 1
+    rate: float = 1.0
+    api: Api | None = None
+    model: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.api not in (None, "gradient", "scale"):
+            raise ValueError(f"api must be 'gradient' or 'scale', not {self.api!r}")
+        if not 0.0 <= self.rate <= 1.0:
+            raise ValueError(f"rate must be between 0 and 1, not {self.rate}")
+
+
+_FAULT_KEYS = {f.name for f in fields(Fault)}
+_RULE_KEYS = {"count", "rate", "api", "model"}
+_INT_KEYS = {"status", "retry_after_ms", "cut", "count"}
+_FLOAT_KEYS = {"retry_after", "delay", "rate"}
+
+
+def make_rule(**options: Any) -> Rule:
+    """A rule from keyword options (the keys of the module docstring, with ``_`` for ``-``)."""
+    unknown = set(options) - _FAULT_KEYS - _RULE_KEYS
+    if unknown:
+        raise ValueError(f"unknown fault option(s): {', '.join(sorted(unknown))}")
+    rule_options = {k: v for k, v in options.items() if k in _RULE_KEYS}
+    if "rate" in options and "count" not in options:
+        rule_options["count"] = None
+    fault = Fault(**{k: v for k, v in options.items() if k in _FAULT_KEYS})
+    return Rule(fault, **rule_options)
+
+
+def parse_rule(spec: str) -> Rule:
+    """A rule from ``key=value;key=value`` text, e.g. ``status=429;retry-after=1;count=2``."""
+    options: dict[str, Any] = {}
+    for item in filter(None, (part.strip() for part in spec.split(";"))):
+        key, sep, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or key == "reset":
+            options[key] = value.strip().lower() not in ("0", "false", "no")
+        elif key in _INT_KEYS:
+            options[key] = int(value)
+        elif key in _FLOAT_KEYS:
+            options[key] = float(value)
+        else:
+            options[key] = value.strip()
+    return make_rule(**options)
+
+
+class FaultPlan:
+    """The queued rules; ``take`` picks the fault (if any) for one request. Safe to use from any thread."""
+
+    def __init__(self, seed: int | None) -> None:
+        self._rules: list[Rule] = []
+        self._lock = threading.Lock()
+        self._rng = random.Random(seed)
+
+    def add(self, rule: Rule) -> None:
+        """Queue ``rule`` after the others."""
+        with self._lock:
+            self._rules.append(rule)
+
+    def clear(self) -> None:
+        """Forget every queued rule."""
+        with self._lock:
+            self._rules.clear()
+
+    def rules(self) -> list[Rule]:
+        """A snapshot of the queued rules."""
+        with self._lock:
+            return list(self._rules)
+
+    def take(self, api: Api, model: str) -> Fault | None:
+        """The fault for the next request to ``api``/``model``, consuming one use of its rule."""
+        if not self._rules:
+            return None
+        with self._lock:
+            for rule in self._rules:
+                if (rule.api or api) != api or (rule.model or model) != model:
+                    continue
+                if rule.rate < 1.0 and self._rng.random() >= rule.rate:
+                    return None
+                if rule.count is not None:
+                    rule.count -= 1
+                    if rule.count <= 0:
+                        self._rules.remove(rule)
+                return rule.fault
+        return None
