@@ -1,1 +1,27 @@
-"""Typed clients for Gradient's and Scale GP's completion APIs: ``wrapper.gradient``, ``wrapper.scale``."""
+"""Typed clients for Gradient's and Scale GP's completion APIs: ``wrapper.gradient``, ``wrapper.scale``.
+
+The result classes are importable from here; they load on first use, so that importing a client
+module stays as cheap as importing httpx.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._results import Completion, CompletionChunk, TokenLogprob
+
+__all__ = ["Completion", "CompletionChunk", "TokenLogprob"]
+
+# Public name -> the private module that defines it, imported on first access.
+_LAZY = {"Completion": "._results", "CompletionChunk": "._results", "TokenLogprob": "._results"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value

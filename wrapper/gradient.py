@@ -1,1 +1,203 @@
-"""Gradient's ``POST /models/{id}/complete``."""
+"""Gradient's ``POST /models/{id}/complete``: ``Gradient``, ``AsyncGradient``.
+
+    from wrapper.gradient import Gradient
+
+    with Gradient() as gradient:  # GRADIENT_ACCESS_TOKEN, GRADIENT_WORKSPACE_ID, GRADIENT_API_URL
+        answer = gradient.complete("model-id", "Is the sky blue?", guidance=["yes", "no"])
+        print(answer.text)
+
+``complete`` and ``stream`` at module level use a client built from the environment on first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Generator, Iterable, Sequence
+from typing import TYPE_CHECKING, TypedDict, Unpack
+
+import httpx
+
+from ._base import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
+    AsyncClient,
+    DefaultClient,
+    Settings,
+    SyncClient,
+    Timeout,
+    from_env,
+    required,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterable
+
+    from ._batch import BatchResult
+    from ._gradient_wire import GradientWire
+    from ._results import Completion, CompletionChunk
+
+__all__ = ["DEFAULT_BASE_URL", "AsyncGradient", "Gradient", "GradientParams", "complete", "stream"]
+
+DEFAULT_BASE_URL = "https://api.gradient.ai/api"
+
+
+class GradientParams(TypedDict, total=False):
+    """The optional fields of Gradient's ``CompleteModelBodyParams``, as snake_case keyword arguments.
+
+    ``None`` means "not given": only the fields given are sent. ``guidance`` is the list of choices
+    the output must be one of (sent as ``{"type": "choice", "value": [...]}``); ``rag_collection`` is a
+    RAG collection id (sent as ``{"collectionId": ...}``).
+    """
+
+    max_generated_token_count: int | None
+    temperature: float | None
+    top_k: int | None
+    top_p: float | None
+    auto_template: bool | None
+    guidance: Sequence[str] | None
+    rag_collection: str | None
+
+
+def _config(
+    access_token: str | None, workspace_id: str | None, base_url: str | None
+) -> tuple[GradientWire, Settings]:
+    from ._gradient_wire import (
+        GradientWire,
+    )  # imported with the first client: `import wrapper.gradient` stays light
+
+    token = required(access_token, env="GRADIENT_ACCESS_TOKEN", argument="access_token", client="Gradient")
+    workspace = required(
+        workspace_id, env="GRADIENT_WORKSPACE_ID", argument="workspace_id", client="Gradient"
+    )
+    url = from_env(base_url, "GRADIENT_API_URL", DEFAULT_BASE_URL) or DEFAULT_BASE_URL
+    return GradientWire(workspace), Settings(url, {"Authorization": f"Bearer {token}"})
+
+
+class Gradient(SyncClient):
+    """A Gradient client: ``complete``, ``stream``, ``complete_many``; close it (or use ``with``) when done.
+
+    Arguments left out come from the environment: ``GRADIENT_ACCESS_TOKEN`` and
+    ``GRADIENT_WORKSPACE_ID`` (both required), ``GRADIENT_API_URL``. ``timeout`` applies to each
+    attempt; failed requests are retried up to ``max_retries`` times. ``http_client`` replaces the
+    connection pool (proxies, custom transports); the client closes it on ``close()``.
+    """
+
+    _wire: GradientWire
+
+    def __init__(
+        self,
+        *,
+        access_token: str | None = None,
+        workspace_id: str | None = None,
+        base_url: str | None = None,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        http_client: httpx.Client | None = None,
+    ) -> None:
+        super().__init__(*_config(access_token, workspace_id, base_url), timeout, max_retries, http_client)
+
+    def complete(self, model: str, prompt: str, **params: Unpack[GradientParams]) -> Completion:
+        """Complete ``prompt`` (sent as ``query``) with the base or fine-tuned model ``model``."""
+        return self._complete(self._request(self._wire.request(model, prompt, params)))
+
+    def stream(
+        self, model: str, prompt: str, **params: Unpack[GradientParams]
+    ) -> Generator[CompletionChunk, None, None]:
+        """Gradient's API does not stream: this yields the whole output as one chunk once it is complete.
+
+        It is here so that code written for streaming works with both providers.
+        """
+        return self._one_chunk(self._request(self._wire.request(model, prompt, params)))
+
+    def complete_many(
+        self,
+        model: str,
+        prompts: Iterable[str],
+        *,
+        concurrency: int = 16,
+        ordered: bool = False,
+        return_exceptions: bool = False,
+        **params: Unpack[GradientParams],
+    ) -> Generator[BatchResult, None, None]:
+        """Complete many prompts with bounded concurrency: see ``wrapper._batch.complete_many``."""
+        from . import _batch
+
+        return _batch.complete_many(
+            self,
+            model,
+            prompts,
+            concurrency=concurrency,
+            ordered=ordered,
+            return_exceptions=return_exceptions,
+            **params,
+        )
+
+
+class AsyncGradient(AsyncClient):
+    """The async ``Gradient``: the same methods, awaited; ``stream``, ``complete_many`` are async iterators.
+
+    By default it runs on httpx-aiohttp's transport, much faster than httpx's own pool under
+    concurrency; pass ``http_client=httpx.AsyncClient(...)`` to choose another. Use it within one
+    event loop, and ``await client.close()`` (or ``async with``) when done.
+    """
+
+    _wire: GradientWire
+
+    def __init__(
+        self,
+        *,
+        access_token: str | None = None,
+        workspace_id: str | None = None,
+        base_url: str | None = None,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        super().__init__(*_config(access_token, workspace_id, base_url), timeout, max_retries, http_client)
+
+    async def complete(self, model: str, prompt: str, **params: Unpack[GradientParams]) -> Completion:
+        """Complete ``prompt`` (sent as ``query``) with the base or fine-tuned model ``model``."""
+        return await self._complete(self._request(self._wire.request(model, prompt, params)))
+
+    def stream(
+        self, model: str, prompt: str, **params: Unpack[GradientParams]
+    ) -> AsyncGenerator[CompletionChunk, None]:
+        """Gradient's API does not stream: this yields the whole output as one chunk once it is complete."""
+        return self._one_chunk(self._request(self._wire.request(model, prompt, params)))
+
+    def complete_many(
+        self,
+        model: str,
+        prompts: Iterable[str] | AsyncIterable[str],
+        *,
+        concurrency: int = 16,
+        ordered: bool = False,
+        return_exceptions: bool = False,
+        **params: Unpack[GradientParams],
+    ) -> AsyncGenerator[BatchResult, None]:
+        """Complete many prompts with bounded concurrency: see ``wrapper._batch.acomplete_many``."""
+        from . import _batch
+
+        return _batch.acomplete_many(
+            self,
+            model,
+            prompts,
+            concurrency=concurrency,
+            ordered=ordered,
+            return_exceptions=return_exceptions,
+            **params,
+        )
+
+
+_default = DefaultClient(Gradient)
+
+
+def complete(model: str, prompt: str, **params: Unpack[GradientParams]) -> Completion:
+    """``Gradient().complete(...)`` on a client built from the environment on first use."""
+    return _default.get().complete(model, prompt, **params)
+
+
+def stream(
+    model: str, prompt: str, **params: Unpack[GradientParams]
+) -> Generator[CompletionChunk, None, None]:
+    """``Gradient().stream(...)`` on a client built from the environment on first use."""
+    return _default.get().stream(model, prompt, **params)

@@ -1,1 +1,214 @@
-"""Scale GP's ``POST /v4/models/{model_deployment_id}/completions``."""
+"""Scale GP's ``POST /v4/models/{model_deployment_id}/completions``: ``Scale``, ``AsyncScale``.
+
+    from wrapper.scale import Scale
+
+    with Scale() as scale:  # SGP_API_KEY, SGP_ACCOUNT_ID, SGP_CLIENT_BASE_URL
+        print(scale.complete("deployment-id", "What is the capital of France?", max_tokens=32).text)
+        for chunk in scale.stream("deployment-id", "Tell me a story"):
+            print(chunk.text, end="", flush=True)
+
+``complete`` and ``stream`` at module level use a client built from the environment on first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Generator, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Literal, TypedDict, Unpack
+
+import httpx
+
+from ._base import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
+    AsyncClient,
+    DefaultClient,
+    Settings,
+    SyncClient,
+    Timeout,
+    from_env,
+    required,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterable
+
+    from ._batch import BatchResult
+    from ._results import Completion, CompletionChunk
+    from ._scale_wire import ScaleWire
+
+__all__ = ["DEFAULT_BASE_URL", "AsyncScale", "Scale", "ScaleParams", "complete", "stream"]
+
+DEFAULT_BASE_URL = "https://api.egp.scale.com"
+
+
+class ScaleParams(TypedDict, total=False):
+    """The optional fields of Scale's ``CompletionRequestV2`` (all but ``stream``), as keyword arguments.
+
+    ``None`` means "not given": only the fields given are sent. ``model_request_parameters`` is the
+    mapping of bindings (sent as ``{"bindings": {...}}``).
+    """
+
+    max_tokens: int | None
+    temperature: float | None
+    stop_sequences: Sequence[str] | None
+    top_p: float | None
+    top_k: float | None
+    frequency_penalty: float | None
+    presence_penalty: float | None
+    logprobs: bool | None
+    top_logprobs: int | None
+    chat_template: str | None
+    chat_template_kwargs: Mapping[str, object] | None
+    reasoning_effort: Literal["low", "medium", "high"] | None
+    model_request_parameters: Mapping[str, str | int | float | bool] | None
+
+
+def _settings(api_key: str | None, account_id: str | None, base_url: str | None) -> Settings:
+    headers = {"x-api-key": required(api_key, env="SGP_API_KEY", argument="api_key", client="Scale")}
+    account_id = from_env(account_id, "SGP_ACCOUNT_ID")
+    if account_id:
+        headers["x-selected-account-id"] = account_id
+    return Settings(from_env(base_url, "SGP_CLIENT_BASE_URL", DEFAULT_BASE_URL) or DEFAULT_BASE_URL, headers)
+
+
+def _wire() -> ScaleWire:
+    from ._scale_wire import ScaleWire  # imported with the first client: `import wrapper.scale` stays light
+
+    return ScaleWire()
+
+
+class Scale(SyncClient):
+    """A Scale GP client: ``complete``, ``stream``, ``complete_many``; close it (or use ``with``) when done.
+
+    Arguments left out come from the environment: ``SGP_API_KEY`` (required), ``SGP_ACCOUNT_ID``
+    (sent as ``x-selected-account-id``), ``SGP_CLIENT_BASE_URL``. ``timeout`` applies to each
+    attempt; failed requests are retried up to ``max_retries`` times. ``http_client`` replaces the
+    connection pool (proxies, custom transports); the client closes it on ``close()``.
+    """
+
+    _wire: ScaleWire
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        account_id: str | None = None,
+        base_url: str | None = None,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        http_client: httpx.Client | None = None,
+    ) -> None:
+        super().__init__(_wire(), _settings(api_key, account_id, base_url), timeout, max_retries, http_client)
+
+    def complete(self, model: str, prompt: str, **params: Unpack[ScaleParams]) -> Completion:
+        """Complete ``prompt`` with the deployment ``model``."""
+        return self._complete(self._request(self._wire.request(model, prompt, params, stream=False)))
+
+    def stream(
+        self, model: str, prompt: str, **params: Unpack[ScaleParams]
+    ) -> Generator[CompletionChunk, None, None]:
+        """The completion as it is generated: text deltas, the last chunk with finish reason and counts.
+
+        Arguments are checked now, the request is sent on the first ``next()``. Breaking out of the
+        loop or ``close()`` closes the connection; a connection that breaks mid-stream raises
+        ``APIConnectionError`` (never retried once a chunk has been yielded).
+        """
+        request = self._request(self._wire.request(model, prompt, params, stream=True), stream=True)
+        return self._sse(request, self._wire.chunk)
+
+    def complete_many(
+        self,
+        model: str,
+        prompts: Iterable[str],
+        *,
+        concurrency: int = 16,
+        ordered: bool = False,
+        return_exceptions: bool = False,
+        **params: Unpack[ScaleParams],
+    ) -> Generator[BatchResult, None, None]:
+        """Complete many prompts with bounded concurrency: see ``wrapper._batch.complete_many``."""
+        from . import _batch
+
+        return _batch.complete_many(
+            self,
+            model,
+            prompts,
+            concurrency=concurrency,
+            ordered=ordered,
+            return_exceptions=return_exceptions,
+            **params,
+        )
+
+
+class AsyncScale(AsyncClient):
+    """The async ``Scale``: the same methods, awaited; ``stream`` and ``complete_many`` are async iterators.
+
+    By default it runs on httpx-aiohttp's transport, much faster than httpx's own pool under
+    concurrency; pass ``http_client=httpx.AsyncClient(...)`` to choose another. Use it within one
+    event loop, and ``await client.close()`` (or ``async with``) when done.
+    """
+
+    _wire: ScaleWire
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        account_id: str | None = None,
+        base_url: str | None = None,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        super().__init__(_wire(), _settings(api_key, account_id, base_url), timeout, max_retries, http_client)
+
+    async def complete(self, model: str, prompt: str, **params: Unpack[ScaleParams]) -> Completion:
+        """Complete ``prompt`` with the deployment ``model``."""
+        return await self._complete(self._request(self._wire.request(model, prompt, params, stream=False)))
+
+    def stream(
+        self, model: str, prompt: str, **params: Unpack[ScaleParams]
+    ) -> AsyncGenerator[CompletionChunk, None]:
+        """The completion as it is generated (``async for``); see ``Scale.stream``.
+
+        To close the connection as soon as you stop early, close the generator:
+        ``async with contextlib.aclosing(client.stream(...)) as chunks: ...``.
+        """
+        request = self._request(self._wire.request(model, prompt, params, stream=True), stream=True)
+        return self._sse(request, self._wire.chunk)
+
+    def complete_many(
+        self,
+        model: str,
+        prompts: Iterable[str] | AsyncIterable[str],
+        *,
+        concurrency: int = 16,
+        ordered: bool = False,
+        return_exceptions: bool = False,
+        **params: Unpack[ScaleParams],
+    ) -> AsyncGenerator[BatchResult, None]:
+        """Complete many prompts with bounded concurrency: see ``wrapper._batch.acomplete_many``."""
+        from . import _batch
+
+        return _batch.acomplete_many(
+            self,
+            model,
+            prompts,
+            concurrency=concurrency,
+            ordered=ordered,
+            return_exceptions=return_exceptions,
+            **params,
+        )
+
+
+_default = DefaultClient(Scale)
+
+
+def complete(model: str, prompt: str, **params: Unpack[ScaleParams]) -> Completion:
+    """``Scale().complete(...)`` on a client built from the environment on first use."""
+    return _default.get().complete(model, prompt, **params)
+
+
+def stream(model: str, prompt: str, **params: Unpack[ScaleParams]) -> Generator[CompletionChunk, None, None]:
+    """``Scale().stream(...)`` on a client built from the environment on first use."""
+    return _default.get().stream(model, prompt, **params)

@@ -1,0 +1,380 @@
+"""What every client shares: settings and options, the send-with-retries loop, debug logging, closing.
+
+A provider module (``wrapper.scale``, ``wrapper.gradient``) supplies a ``Wire``: how its endpoint's
+requests are built and its responses read, through the generated client. The wire and the
+generated code are imported when the first client is built, not when the module is imported.
+"""
+
+from __future__ import annotations
+
+import atexit
+import copy
+import logging
+import os
+import threading
+import time
+from collections.abc import AsyncGenerator, Callable, Generator
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, TypeVar
+
+import httpx
+
+from . import _retry
+from ._errors_map import connection_error, invalid
+from ._redact import redacted_headers
+from .errors import APIError, APIStatusError
+
+if TYPE_CHECKING:
+    from httpx_sse import ServerSentEvent
+
+    from ._results import Completion, CompletionChunk
+
+DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0)
+"""Completions can take minutes; connecting should not."""
+DEFAULT_MAX_RETRIES = 2
+
+logger = logging.getLogger("wrapper")
+
+
+class NotGiven:
+    """The type of ``NOT_GIVEN``: "leave this option as it is" (``None`` means "no timeout")."""
+
+    def __repr__(self) -> str:
+        return "NOT_GIVEN"
+
+
+NOT_GIVEN = NotGiven()
+Timeout = float | httpx.Timeout | None
+
+
+class Settings(NamedTuple):
+    """A client's fixed settings, resolved from arguments and the environment."""
+
+    base_url: str
+    headers: dict[str, str]
+
+
+def from_env(value: str | None, env: str, default: str | None = None) -> str | None:
+    """``value`` if given, else the environment variable ``env`` if set and not empty, else ``default``."""
+    return value if value is not None else os.environ.get(env) or default
+
+
+def required(value: str | None, *, env: str, argument: str, client: str) -> str:
+    """A credential from the argument or the environment; ``ValueError`` naming both when neither is set."""
+    value = from_env(value, env)
+    if not value:
+        raise ValueError(
+            f"{client} needs {argument}: pass {argument}=... or set the {env} environment variable"
+        )
+    return value
+
+
+class Wire(Protocol):
+    """How one provider's endpoint is spoken, in terms of its generated client."""
+
+    def completion(self, response: httpx.Response) -> Completion:
+        """The result of a successful response."""
+        ...
+
+    def status_error(self, response: httpx.Response) -> APIStatusError:
+        """The typed error for an error response (its body already read)."""
+        ...
+
+
+ChunkReader = Callable[["ServerSentEvent", httpx.Response], "CompletionChunk | None"]
+
+
+def _checked_retries(max_retries: int) -> int:
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise ValueError(f"max_retries must be an integer >= 0; got {max_retries!r}")
+    return max_retries
+
+
+def _timeout(timeout: Timeout) -> httpx.Timeout:
+    return timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
+
+
+class _ClientCore:
+    """Settings, options and the parts of sending that do no I/O, for sync and async clients alike."""
+
+    _http: httpx.Client | httpx.AsyncClient
+
+    def __init__(self, wire: Wire, settings: Settings, timeout: Timeout, max_retries: int) -> None:
+        self._wire = wire
+        self._base_url = settings.base_url.rstrip("/")
+        self._headers = settings.headers
+        self._timeout = _timeout(timeout)
+        self._max_retries = _checked_retries(max_retries)
+
+    @property
+    def base_url(self) -> str:
+        """The URL the endpoint paths are appended to."""
+        return self._base_url
+
+    @property
+    def timeout(self) -> httpx.Timeout:
+        """The timeout of each attempt."""
+        return self._timeout
+
+    @property
+    def max_retries(self) -> int:
+        """How many times a failed request is retried (0: never)."""
+        return self._max_retries
+
+    def with_options(
+        self, *, timeout: Timeout | NotGiven = NOT_GIVEN, max_retries: int | NotGiven = NOT_GIVEN
+    ) -> Self:
+        """A copy with other options, sharing this client's connection pool (closing either closes both)."""
+        clone = copy.copy(self)
+        if not isinstance(timeout, NotGiven):
+            clone._timeout = _timeout(timeout)
+        if not isinstance(max_retries, NotGiven):
+            clone._max_retries = _checked_retries(max_retries)
+        return clone
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(base_url={self._base_url!r}, timeout={self._timeout!r}, "
+            f"max_retries={self._max_retries})"
+        )
+
+    def _request(self, kwargs: dict[str, Any], *, stream: bool = False) -> httpx.Request:
+        """The request for a generated ``_get_kwargs`` result, with the client's URL, credentials, timeout."""
+        headers = self._headers | kwargs["headers"]
+        if stream:
+            headers["Accept"] = "text/event-stream"
+        return self._http.build_request(
+            kwargs["method"],
+            self._base_url + kwargs["url"],
+            json=kwargs["json"],
+            headers=headers,
+            timeout=self._timeout,
+        )
+
+    def _outcome(
+        self, request: httpx.Request, response: httpx.Response, started: float
+    ) -> APIStatusError | None:
+        """None for a success, else the typed error; logged at DEBUG either way."""
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "%s %s -> %d in %.3fs; request headers %s",
+                request.method,
+                request.url,
+                response.status_code,
+                time.perf_counter() - started,
+                redacted_headers(request.headers),
+            )
+        return None if response.status_code < 400 else self._wire.status_error(response)
+
+    def _transport_failed(
+        self, request: httpx.Request, started: float, exc: httpx.TransportError
+    ) -> APIError:
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "%s %s failed after %.3fs: %r",
+                request.method,
+                request.url,
+                time.perf_counter() - started,
+                exc,
+            )
+        return connection_error(exc)
+
+    def _delay_or_raise(self, error: APIError, retries: int) -> float:
+        """Seconds to wait before the next attempt, or ``error`` raised when it is final."""
+        if retries >= self._max_retries or not _retry.is_retryable(error):
+            raise error
+        delay = _retry.retry_delay(retries, error.retry_after if isinstance(error, APIStatusError) else None)
+        logger.info(
+            "retrying %s %s in %.2fs (retry %d of %d) after: %s",
+            error.request.method,
+            error.request.url,
+            delay,
+            retries + 1,
+            self._max_retries,
+            error,
+        )
+        return delay
+
+
+class SyncClient(_ClientCore):
+    """A client over an ``httpx.Client``: closes it on ``close()`` or leaving a ``with`` block."""
+
+    _http: httpx.Client
+
+    def __init__(
+        self,
+        wire: Wire,
+        settings: Settings,
+        timeout: Timeout,
+        max_retries: int,
+        http_client: httpx.Client | None,
+    ) -> None:
+        super().__init__(wire, settings, timeout, max_retries)
+        self._http = http_client if http_client is not None else httpx.Client()
+
+    def close(self) -> None:
+        """Close the connection pool (shared with ``with_options`` copies)."""
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
+        """The successful response to ``request``, retrying as ``_retry`` says; else the typed error."""
+        retries = 0
+        while True:
+            started = time.perf_counter()
+            try:
+                response = self._http.send(request, stream=stream)
+                if stream and response.status_code >= 400:
+                    try:
+                        response.read()
+                    finally:
+                        response.close()
+            except httpx.TransportError as exc:
+                error: APIError = self._transport_failed(request, started, exc)
+            else:
+                failed = self._outcome(request, response, started)
+                if failed is None:
+                    return response
+                error = failed
+            _retry._sleep(self._delay_or_raise(error, retries))
+            retries += 1
+
+    def _complete(self, request: httpx.Request) -> Completion:
+        return self._wire.completion(self._send(request))
+
+    def _one_chunk(self, request: httpx.Request) -> Generator[CompletionChunk, None, None]:
+        from ._results import whole
+
+        yield whole(self._complete(request))
+
+    def _sse(self, request: httpx.Request, read: ChunkReader) -> Generator[CompletionChunk, None, None]:
+        """The chunks of a server-sent-event stream; closing the generator closes the connection."""
+        from httpx_sse import EventSource, SSEError
+
+        response = self._send(request, stream=True)
+        try:
+            for event in EventSource(response).iter_sse():
+                chunk = read(event, response)
+                if chunk is not None:
+                    yield chunk
+        except SSEError:
+            response.read()
+            raise invalid(response, "is not an event stream") from None
+        except httpx.TransportError as exc:
+            raise connection_error(exc) from exc
+        finally:
+            response.close()
+
+
+class AsyncClient(_ClientCore):
+    """A client over an ``httpx.AsyncClient`` (by default on the aiohttp transport): ``await close()``."""
+
+    _http: httpx.AsyncClient
+
+    def __init__(
+        self,
+        wire: Wire,
+        settings: Settings,
+        timeout: Timeout,
+        max_retries: int,
+        http_client: httpx.AsyncClient | None,
+    ) -> None:
+        super().__init__(wire, settings, timeout, max_retries)
+        if http_client is None:
+            from httpx_aiohttp import AiohttpTransport  # here, not at import: aiohttp is slow to import
+
+            http_client = httpx.AsyncClient(transport=AiohttpTransport())
+        self._http = http_client
+
+    async def close(self) -> None:
+        """Close the connection pool (shared with ``with_options`` copies)."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def _send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
+        """The successful response to ``request``, retrying as ``_retry`` says; else the typed error."""
+        retries = 0
+        while True:
+            started = time.perf_counter()
+            try:
+                response = await self._http.send(request, stream=stream)
+                if stream and response.status_code >= 400:
+                    try:
+                        await response.aread()
+                    finally:
+                        await response.aclose()
+            except httpx.TransportError as exc:
+                error: APIError = self._transport_failed(request, started, exc)
+            else:
+                failed = self._outcome(request, response, started)
+                if failed is None:
+                    return response
+                error = failed
+            await _retry._asleep(self._delay_or_raise(error, retries))
+            retries += 1
+
+    async def _complete(self, request: httpx.Request) -> Completion:
+        return self._wire.completion(await self._send(request))
+
+    async def _one_chunk(self, request: httpx.Request) -> AsyncGenerator[CompletionChunk, None]:
+        from ._results import whole
+
+        yield whole(await self._complete(request))
+
+    async def _sse(self, request: httpx.Request, read: ChunkReader) -> AsyncGenerator[CompletionChunk, None]:
+        """The chunks of a server-sent-event stream; ``aclose()`` on the generator closes the connection."""
+        from httpx_sse import EventSource, SSEError
+
+        response = await self._send(request, stream=True)
+        try:
+            async for event in EventSource(response).aiter_sse():
+                chunk = read(event, response)
+                if chunk is not None:
+                    yield chunk
+        except SSEError:
+            await response.aread()
+            raise invalid(response, "is not an event stream") from None
+        except httpx.TransportError as exc:
+            raise connection_error(exc) from exc
+        finally:
+            await response.aclose()
+
+
+C = TypeVar("C", bound=SyncClient)
+
+
+class DefaultClient(Generic[C]):
+    """The client behind a module's ``complete``/``stream``: built from the environment on first use."""
+
+    def __init__(self, factory: Callable[[], C]) -> None:
+        self._factory = factory
+        self._client: C | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> C:
+        """The client, built on the first call (thread-safe) and closed when the interpreter exits."""
+        client = self._client
+        if client is None:
+            with self._lock:
+                if self._client is None:
+                    self._client = self._factory()
+                    atexit.register(self.close)
+                client = self._client
+        return client
+
+    def close(self) -> None:
+        """Close and forget the client; the next ``get()`` builds a new one."""
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            atexit.unregister(self.close)
+            client.close()

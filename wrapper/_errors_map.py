@@ -1,0 +1,102 @@
+"""Turning transport failures and error responses into ``wrapper.errors`` classes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import httpx
+
+from .errors import (
+    APIConnectionError,
+    APIResponseValidationError,
+    APIStatusError,
+    APITimeoutError,
+    AuthenticationError,
+    BadRequestError,
+    ConflictError,
+    InternalServerError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitError,
+    UnprocessableEntityError,
+)
+
+T = TypeVar("T")
+
+STATUS_CLASSES: dict[int, type[APIStatusError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    409: ConflictError,
+    422: UnprocessableEntityError,
+    429: RateLimitError,
+}
+_EXCERPT = 500
+
+
+def connection_error(exc: httpx.TransportError) -> APIConnectionError:
+    """The ``APIConnectionError`` (``APITimeoutError`` for a timeout) for an httpx transport failure."""
+    # httpx-aiohttp reports every aiohttp connection error as ConnectTimeout: only a real timeout is one.
+    cause = exc.__cause__
+    timed_out = isinstance(exc, httpx.TimeoutException) and (cause is None or isinstance(cause, TimeoutError))
+    cls = APITimeoutError if timed_out else APIConnectionError
+    error = cls(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, request=exc.request)
+    error.__cause__ = exc
+    return error
+
+
+def body_of(response: httpx.Response) -> Any:
+    """The response's JSON, or its text when it is not JSON."""
+    try:
+        return json.loads(response.content)
+    except ValueError:
+        return response.text
+
+
+def status_error(
+    response: httpx.Response, body: Any, *, detail: str | None = None, status: int | None = None
+) -> APIStatusError:
+    """The status class's error for an error response, its message naming the status and the body.
+
+    ``status`` overrides the response's (for an error event inside a stream that began with 200).
+    """
+    status = response.status_code if status is None else status
+    cls = InternalServerError if status >= 500 else STATUS_CLASSES.get(status, APIStatusError)
+    if detail is None:
+        detail = body if isinstance(body, str) else json.dumps(body)
+    if len(detail) > _EXCERPT:
+        detail = detail[:_EXCERPT] + "..."
+    error = cls(f"HTTP {status}: {detail}" if detail else f"HTTP {status}", response=response, body=body)
+    error.status_code = status
+    return error
+
+
+def invalid(response: httpx.Response, what: str, event: str | None = None) -> APIResponseValidationError:
+    """The error for a successful response (or a stream ``event``) that is not what the spec promises."""
+    text = response.text if event is None else event
+    return APIResponseValidationError(
+        f"HTTP {response.status_code} response {what}: {text[:_EXCERPT]!r}", response=response, text=text
+    )
+
+
+def parse_model(
+    from_dict: Callable[[Mapping[str, Any]], T], response: httpx.Response, event: str | None = None
+) -> T:
+    """The response's JSON body (or a stream ``event``'s data) parsed by a generated model's ``from_dict``.
+
+    Anything that is not JSON of the model's shape raises ``APIResponseValidationError``.
+    """
+    content = response.content if event is None else event
+    try:
+        data = json.loads(content)
+    except ValueError:
+        raise invalid(response, "is not JSON", event) from None
+    if not isinstance(data, dict):
+        raise invalid(response, "is not a JSON object", event)
+    try:
+        return from_dict(data)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise invalid(response, f"does not match the spec ({type(exc).__name__}: {exc})", event) from None

@@ -1,0 +1,24 @@
+"""Keeping credentials out of logs and exception messages."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+SENSITIVE_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "cookie"})
+REDACTED = "<redacted>"
+
+
+def redacted_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The headers with the value of every credential-bearing header replaced."""
+    return {name: REDACTED if name.lower() in SENSITIVE_HEADERS else value for name, value in headers.items()}
+
+
+def scrub(text: str, headers: Mapping[str, str]) -> str:
+    """``text`` with every credential sent in ``headers`` (a bearer token on its own, too) replaced."""
+    for name in SENSITIVE_HEADERS:
+        value = headers.get(name)
+        if value:
+            for secret in {value, value.rpartition(" ")[2]}:
+                if secret:
+                    text = text.replace(secret, REDACTED)
+    return text

@@ -1,0 +1,85 @@
+"""When a failed request is retried and how long to wait first (DESIGN §4).
+
+Retried: connection errors and timeouts, 408, 409, 429 and 5xx. The wait is the server's
+``retry-after-ms`` / ``Retry-After`` (seconds or an HTTP date) when it gives one, capped at
+``MAX_RETRY_AFTER``; otherwise exponential backoff from ``INITIAL_DELAY`` up to ``MAX_DELAY``,
+with up to 25% jitter taken off so that clients that failed together do not retry together.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Mapping
+from datetime import UTC
+from email.utils import parsedate_to_datetime
+
+from .errors import APIConnectionError, APIStatusError
+
+__all__ = [
+    "INITIAL_DELAY",
+    "MAX_DELAY",
+    "MAX_RETRY_AFTER",
+    "is_retryable",
+    "parse_retry_after",
+    "retry_delay",
+]
+
+INITIAL_DELAY = 0.5
+MAX_DELAY = 8.0
+MAX_RETRY_AFTER = 60.0
+RETRYABLE_STATUSES = frozenset({408, 409, 429})
+
+_sleep = time.sleep  # the clients look these up at call time, so tests can substitute them
+
+
+async def _asleep(seconds: float) -> None:
+    import asyncio  # not at module level: `import wrapper.scale` stays light
+
+    await asyncio.sleep(seconds)
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """True for errors worth another attempt: connection errors, timeouts, 408, 409, 429 and 5xx."""
+    if isinstance(exc, APIConnectionError):
+        return True
+    if isinstance(exc, APIStatusError):
+        return exc.status_code in RETRYABLE_STATUSES or exc.status_code >= 500
+    return False
+
+
+def retry_delay(attempt: int, retry_after: float | None) -> float:
+    """Seconds to wait before retry ``attempt + 1``: the server's ``retry_after`` if given, else backoff."""
+    if retry_after is not None:
+        return min(max(retry_after, 0.0), MAX_RETRY_AFTER)
+    return min(INITIAL_DELAY * 2.0**attempt, MAX_DELAY) * (1.0 - 0.25 * random.random())
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds from ``retry-after-ms``, or ``Retry-After`` in seconds or as an HTTP date; None if neither."""
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        seconds = _seconds(value)
+        if seconds is not None:
+            return seconds / 1000.0
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    seconds = _seconds(value)
+    if seconds is not None:
+        return seconds
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # "-0000": UTC with no claim about the local zone
+        when = when.replace(tzinfo=UTC)
+    return max(when.timestamp() - time.time(), 0.0)
+
+
+def _seconds(value: str) -> float | None:
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if 0.0 <= seconds < float("inf") else None

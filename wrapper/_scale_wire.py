@@ -1,0 +1,169 @@
+"""Scale GP's ``POST /v4/models/{model_deployment_id}/completions``, spoken through the generated client."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import httpx
+from httpx_sse import ServerSentEvent
+
+from generated.scale.api.models import create_completion
+from generated.scale.models import (
+    CompletionRequestV2,
+    CompletionRequestV2ChatTemplateKwargs,
+    CompletionResponse,
+    HTTPValidationError,
+    ParameterBindings,
+    ParameterBindingsBindings,
+)
+from generated.scale.models.completion_request_v2_reasoning_effort import (
+    COMPLETION_REQUEST_V2_REASONING_EFFORT_VALUES,
+)
+from generated.scale.types import Unset
+
+from ._errors_map import body_of, invalid, parse_model, status_error
+from ._results import Completion, CompletionChunk, TokenLogprob
+from ._validate import boolean, check_params, mapping, number, one_of, text, texts
+from .errors import APIStatusError, UnprocessableEntityError
+
+# The constraints CompletionRequestV2 states (tests/test_client_validation.py reads them from the spec).
+RULES = {
+    "max_tokens": number(integer=True),
+    "temperature": number(ge=0, le=2),
+    "stop_sequences": texts(max_items=4),
+    "top_p": number(),
+    "top_k": number(),
+    "frequency_penalty": number(),
+    "presence_penalty": number(),
+    "logprobs": boolean,
+    "top_logprobs": number(integer=True),
+    "chat_template": text(),
+    "chat_template_kwargs": mapping(),
+    "reasoning_effort": one_of(COMPLETION_REQUEST_V2_REASONING_EFFORT_VALUES),
+    "model_request_parameters": mapping(values=(str, int, float, bool)),
+}
+_NON_EMPTY = text(min_length=1)
+
+_Fields = tuple[str, str | None, int | None, int | None, tuple[TokenLogprob, ...] | None]
+
+
+class ScaleWire:
+    """Scale's request bodies, results and errors."""
+
+    def request(self, model: str, prompt: str, params: Mapping[str, Any], *, stream: bool) -> dict[str, Any]:
+        """The generated request builder's kwargs for a call; ``ValueError`` for what the spec forbids."""
+        fields = check_params(params, RULES)
+        if "model_request_parameters" in fields:
+            fields["model_request_parameters"] = ParameterBindings(
+                bindings=ParameterBindingsBindings.from_dict(fields["model_request_parameters"])
+            )
+        if "chat_template_kwargs" in fields:
+            fields["chat_template_kwargs"] = CompletionRequestV2ChatTemplateKwargs.from_dict(
+                fields["chat_template_kwargs"]
+            )
+        if stream:
+            fields["stream"] = True
+        body = CompletionRequestV2(prompt=_NON_EMPTY("prompt", prompt), **fields)
+        return create_completion._get_kwargs(model_deployment_id=_NON_EMPTY("model", model), body=body)
+
+    def completion(self, response: httpx.Response) -> Completion:
+        """The ``Completion`` of a 200 response."""
+        raw = parse_model(CompletionResponse.from_dict, response)
+        return Completion(*_fields(raw, response, None), raw=raw)
+
+    def chunk(self, event: ServerSentEvent, response: httpx.Response) -> CompletionChunk | None:
+        """The chunk one stream event carries (None for an empty one); an ``error`` event raises its error."""
+        if event.event == "error":
+            body = _json_or_text(event.data)
+            status = body.get("status_code", body.get("status")) if isinstance(body, dict) else None
+            valid = isinstance(status, int) and not isinstance(status, bool) and status >= 400
+            raise self._error(response, body, status if valid and isinstance(status, int) else 500)
+        if not event.data:
+            return None
+        raw = parse_model(CompletionResponse.from_dict, response, event.data)
+        return CompletionChunk(*_fields(raw, response, event.data), raw=raw)
+
+    def status_error(self, response: httpx.Response) -> APIStatusError:
+        """The typed error of an error response; a 422 carries its ``(loc, msg, type)`` list."""
+        return self._error(response, body_of(response), response.status_code)
+
+    def _error(self, response: httpx.Response, body: Any, status: int) -> APIStatusError:
+        errors = _validation_errors(body) if status == 422 else None
+        if errors is None:
+            return status_error(response, body, status=status)
+        detail = "; ".join(f"{'.'.join(map(str, loc))}: {msg}" for loc, msg, _ in errors)
+        error = status_error(response, body, detail=detail or None, status=status)
+        if isinstance(error, UnprocessableEntityError):  # always, for a 422
+            error.errors = errors
+        return error
+
+
+def _json_or_text(data: str) -> Any:
+    try:
+        return json.loads(data)
+    except ValueError:
+        return data
+
+
+def _validation_errors(body: Any) -> list[tuple[tuple[int | str, ...], str, str]] | None:
+    """A 422 body's ``(loc, msg, type)`` list, parsed by the generated ``HTTPValidationError``, or None."""
+    if not isinstance(body, dict):
+        return None
+    try:
+        detail = HTTPValidationError.from_dict(body).detail
+        items = (
+            [] if isinstance(detail, Unset) else [(tuple(e.loc), str(e.msg), str(e.type_)) for e in detail]
+        )
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    return items
+
+
+def _fields(raw: CompletionResponse, response: httpx.Response, event: str | None) -> _Fields:
+    """Text, finish reason, token counts and logprobs of a response, checked against the spec's types."""
+
+    def wrong(what: str) -> Exception:
+        return invalid(response, f"has {what}", event)
+
+    text = ""
+    if raw.completions:  # [[prompt, [output, ...]], ...]: the first output for the first prompt
+        pair = raw.completions[0]
+        if not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[1], list):
+            raise wrong("a completions item that is not a [prompt, [outputs]] pair")
+        if pair[1]:
+            text = pair[1][0]
+            if not isinstance(text, str):
+                raise wrong("a completion that is not a string")
+    finish_reason = None if isinstance(raw.finish_reason, Unset) else raw.finish_reason
+    if finish_reason is not None and not isinstance(finish_reason, str):
+        raise wrong("a finish_reason that is not a string")
+    counts: list[int | None] = []
+    for count in (raw.prompt_tokens, raw.response_tokens):
+        if isinstance(count, Unset) or count is None:
+            counts.append(None)
+        elif isinstance(count, int) and not isinstance(count, bool):
+            counts.append(count)
+        else:
+            raise wrong("a token count that is not an integer")
+    return text, finish_reason, counts[0], counts[1], _logprobs(raw, wrong)
+
+
+def _logprobs(raw: CompletionResponse, wrong: Callable[[str], Exception]) -> tuple[TokenLogprob, ...] | None:
+    if isinstance(raw.choices, Unset) or not raw.choices:
+        return None
+    logprobs = raw.choices[0].logprobs
+    if isinstance(logprobs, Unset) or isinstance(logprobs.content, Unset):
+        return None
+    try:
+        return tuple(
+            TokenLogprob(
+                str(token.token),
+                float(token.logprob),
+                tuple((str(top.token), float(top.logprob)) for top in token.top_logprobs),
+            )
+            for token in logprobs.content
+        )
+    except (TypeError, ValueError) as exc:
+        raise wrong(f"logprobs of the wrong type ({exc})") from None
