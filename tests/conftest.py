@@ -95,7 +95,11 @@ async def make_client(sleeps: list[float], clean_env: None) -> AsyncIterator[Cal
         cls = CLASSES[provider][mode == "async"]
         if handler is not None:
             transport = httpx.MockTransport(handler)
-            http = httpx.AsyncClient(transport=transport) if mode == "async" else httpx.Client(transport=transport)
+            http = (
+                httpx.AsyncClient(transport=transport)
+                if mode == "async"
+                else httpx.Client(transport=transport)
+            )
             options.setdefault("http_client", http)
             options.setdefault("base_url", "https://api.test/api")
         client = cls(**{**CREDENTIALS[provider], **options})
@@ -123,7 +127,7 @@ class LocalServer:
         self.requests: list[tuple[str, str, dict[str, str], Any]] = []
         self.replies: list[Reply] = [json_reply(200, scale_body())]
         self.disconnected = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
         self._server.owner = self  # type: ignore[attr-defined]
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05})
@@ -148,6 +152,11 @@ class LocalServer:
         self._thread.join()
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that timed out or went away on purpose
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -158,7 +167,9 @@ class _Handler(BaseHTTPRequestHandler):
         server: LocalServer = self.server.owner  # type: ignore[attr-defined]
         raw = self.rfile.read(int(self.headers.get("content-length", 0)))
         body = json.loads(raw) if raw else None
-        server.requests.append((self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+        server.requests.append(
+            (self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+        )
         server._next()(self)
 
     def finish(self) -> None:

@@ -39,10 +39,10 @@ _EXCERPT = 500
 
 def connection_error(exc: httpx.TransportError) -> APIConnectionError:
     """The ``APIConnectionError`` (``APITimeoutError`` for a timeout) for an httpx transport failure."""
-    # httpx-aiohttp reports every aiohttp connection error as ConnectTimeout: only a real timeout is one.
+    # httpx-aiohttp reports every aiohttp connection error (reset, refused, ...) as ConnectTimeout.
     cause = exc.__cause__
-    timed_out = isinstance(exc, httpx.TimeoutException) and (cause is None or isinstance(cause, TimeoutError))
-    cls = APITimeoutError if timed_out else APIConnectionError
+    from_aiohttp = type(cause).__module__.startswith("aiohttp") and not isinstance(cause, TimeoutError)
+    cls = APITimeoutError if isinstance(exc, httpx.TimeoutException) and not from_aiohttp else APIConnectionError
     error = cls(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, request=exc.request)
     error.__cause__ = exc
     return error

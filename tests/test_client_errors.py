@@ -1,0 +1,262 @@
+"""Every error either spec describes, and the ones it does not, map to their class in ``wrapper.errors``."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import httpx
+import pytest
+from conftest import LocalServer, call, json_reply, scale_body
+
+from wrapper import errors
+from wrapper.errors import (
+    APIConnectionError,
+    APIError,
+    APIResponseValidationError,
+    APIStatusError,
+    APITimeoutError,
+    GradientError,
+    RagError,
+    UnknownModelError,
+    UnprocessableEntityError,
+)
+
+VALIDATION_PAYLOAD = {
+    "validationError": {"issues": [{"path": ["query"]}]},
+    "formattedValidationError": "query: bad",
+}
+GRADIENT_ERRORS = [
+    (
+        "flaggedContent",
+        {"payload": {"flaggedContent": [{"sample": "bad words"}, {"sample": "worse"}]}},
+        errors.ContentFlaggedError,
+    ),
+    ("bodyParsingError", {"payload": VALIDATION_PAYLOAD}, errors.BodyParsingError),
+    ("queryOrPathParsingError", {"payload": VALIDATION_PAYLOAD}, errors.QueryOrPathParsingError),
+    ("failed", {}, errors.GenerationFailedError),
+    ("modelDoesNotSupportGuidance", {}, errors.GuidanceNotSupportedError),
+    ("noRagDocumentsFound", {}, errors.NoRagDocumentsFoundError),
+    ("ragRequiresAutoTemplating", {}, errors.RagRequiresAutoTemplatingError),
+    ("unknownBaseModel", {}, errors.UnknownBaseModelError),
+    ("unknownModelAdapter", {}, errors.UnknownModelAdapterError),
+    ("unknownRagCollection", {}, errors.UnknownRagCollectionError),
+    ("unprocessableContent", {}, errors.UnprocessableContentError),
+]
+STATUS_CLASSES = [
+    (400, errors.BadRequestError),
+    (401, errors.AuthenticationError),
+    (403, errors.PermissionDeniedError),
+    (404, errors.NotFoundError),
+    (409, errors.ConflictError),
+    (418, APIStatusError),
+    (422, errors.UnprocessableEntityError),
+    (429, errors.RateLimitError),
+    (500, errors.InternalServerError),
+    (503, errors.InternalServerError),
+]
+
+
+def answer(
+    status: int, body: Any = None, *, content: bytes | None = None, headers: dict[str, str] | None = None
+) -> Any:
+    def handler(request: httpx.Request) -> httpx.Response:
+        if content is not None:
+            return httpx.Response(status, content=content, headers=headers)
+        return httpx.Response(status, json=body, headers=headers)
+
+    return handler
+
+
+async def failure(client: Any, *args: Any) -> APIError:
+    with pytest.raises(APIError) as caught:
+        await call(client.complete(*args or ("m", "p")))
+    return caught.value
+
+
+def test_every_class_has_a_one_line_docstring() -> None:
+    for name in errors.__all__:
+        cls = getattr(errors, name)
+        assert inspect.isclass(cls) and issubclass(cls, APIError), name
+        assert cls.__doc__ and "\n" not in cls.__doc__.strip(), name
+
+
+@pytest.mark.parametrize(("type_", "extra", "cls"), GRADIENT_ERRORS, ids=[e[0] for e in GRADIENT_ERRORS])
+async def test_gradient_typed_bodies(
+    make_client: Any, mode: str, type_: str, extra: dict[str, Any], cls: Any
+) -> None:
+    body = {"type": type_, "message": f"it went wrong: {type_}", **extra}
+    client = make_client(
+        "gradient", mode, answer(400, body, headers={"x-request-id": "req-7"}), max_retries=0
+    )
+    error = await failure(client)
+    assert type(error) is cls
+    assert isinstance(error, GradientError)
+    assert (error.type, error.status_code, error.body, error.request_id) == (type_, 400, body, "req-7")
+    assert f"it went wrong: {type_}" in str(error)
+    assert error.raw.to_dict() == body
+
+
+async def test_gradient_error_data(make_client: Any) -> None:
+    def error_for(body: dict[str, Any]) -> Any:
+        with make_client("gradient", "sync", answer(422, body), max_retries=0) as client:
+            with pytest.raises(GradientError) as caught:
+                client.complete("m", "q")
+        return caught.value
+
+    flagged = error_for(
+        {"type": "flaggedContent", "message": "m", "payload": GRADIENT_ERRORS[0][1]["payload"]}
+    )
+    assert flagged.samples == ["bad words", "worse"]
+    parsing = error_for({"type": "bodyParsingError", "message": "m", "payload": VALIDATION_PAYLOAD})
+    assert parsing.validation_error == VALIDATION_PAYLOAD["validationError"]
+    assert parsing.formatted_validation_error == "query: bad"
+    assert (
+        error_for({"type": "queryOrPathParsingError", "message": "m", "payload": {}}).validation_error is None
+    )
+    assert isinstance(error_for({"type": "unknownRagCollection", "message": "m"}), RagError)
+    assert isinstance(error_for({"type": "unknownModelAdapter", "message": "m"}), UnknownModelError)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"type": "somethingNew", "message": "m"},  # a type this version does not know
+        {"type": "flaggedContent", "message": "m"},  # a known type without its payload
+        {"type": ["flaggedContent"], "message": "m"},
+        {"message": "no type"},
+        ["not", "an", "object"],
+    ],
+)
+async def test_gradient_untyped_4xx_falls_back_to_the_status_class(make_client: Any, body: Any) -> None:
+    client = make_client("gradient", "sync", answer(404, body), max_retries=0)
+    error = await failure(client)
+    assert type(error) is errors.NotFoundError
+    assert error.body == body
+
+
+async def test_gradient_typed_body_on_a_5xx_is_a_server_error(make_client: Any) -> None:
+    client = make_client("gradient", "sync", answer(500, {"type": "failed", "message": "m"}), max_retries=0)
+    assert type(await failure(client)) is errors.InternalServerError
+
+
+@pytest.mark.parametrize("provider", ["scale", "gradient"])
+@pytest.mark.parametrize(("status", "cls"), STATUS_CLASSES, ids=[str(s) for s, _ in STATUS_CLASSES])
+async def test_status_classes(make_client: Any, mode: str, provider: str, status: int, cls: Any) -> None:
+    body = {"detail": "nope"}
+    client = make_client(provider, mode, answer(status, body, headers={"x-request-id": "r1"}), max_retries=0)
+    error = await failure(client)
+    assert type(error) is cls
+    assert (error.status_code, error.body, error.request_id, error.retry_after) == (status, body, "r1", None)
+    assert str(status) in str(error) and "nope" in str(error)
+
+
+async def test_scale_422_carries_its_validation_errors(make_client: Any, mode: str) -> None:
+    body = {
+        "detail": [
+            {"loc": ["body", "prompt"], "msg": "Field required", "type": "missing"},
+            {"loc": ["body", "stop_sequences", 4], "msg": "Too long", "type": "too_long", "ctx": {"max": 4}},
+        ]
+    }
+    client = make_client("scale", mode, answer(422, body), max_retries=0)
+    error = await failure(client)
+    assert isinstance(error, UnprocessableEntityError)
+    assert error.errors == [
+        (("body", "prompt"), "Field required", "missing"),
+        (("body", "stop_sequences", 4), "Too long", "too_long"),
+    ]
+    assert "body.prompt: Field required" in str(error)
+
+
+@pytest.mark.parametrize("body", [{"detail": "a string"}, {"detail": [{"msg": "no loc"}]}, {}])
+async def test_scale_422_of_another_shape_keeps_its_body(make_client: Any, body: Any) -> None:
+    error = await failure(make_client("scale", "sync", answer(422, body), max_retries=0))
+    assert isinstance(error, UnprocessableEntityError)
+    assert error.body == body
+    assert error.errors == []
+
+
+@pytest.mark.parametrize("provider", ["scale", "gradient"])
+async def test_non_json_error_body_is_kept_as_text(make_client: Any, mode: str, provider: str) -> None:
+    client = make_client(provider, mode, answer(502, content=b"<html>Bad gateway</html>"), max_retries=0)
+    error = await failure(client)
+    assert type(error) is errors.InternalServerError
+    assert error.body == "<html>Bad gateway</html>"
+
+
+@pytest.mark.parametrize(
+    ("provider", "content"),
+    [
+        ("scale", b"not json"),
+        ("scale", b"[1, 2]"),
+        ("scale", b'{"finish_reason": "stop"}'),  # completions missing
+        ("scale", b'{"completions": 5}'),
+        ("scale", b'{"completions": [["only the prompt"]]}'),
+        ("scale", b'{"completions": [["p", [7]]]}'),
+        ("scale", b'{"completions": [], "prompt_tokens": "3"}'),
+        ("scale", b'{"completions": [], "finish_reason": 1}'),
+        (
+            "scale",
+            b'{"completions": [], "choices": [{"index": 0, "logprobs": {"content": [{"token": "a"}]}}]}',
+        ),
+        (
+            "scale",
+            b'{"completions": [], "choices": [{"index": 0, "logprobs": {"content": [{"token": "a", '
+            b'"logprob": "x", "top_logprobs": []}]}}]}',
+        ),
+        ("gradient", b"\xff\xfe"),
+        ("gradient", b'{"finishReason": "stop"}'),
+        ("gradient", b'{"finishReason": "stop", "generatedOutput": null}'),
+    ],
+)
+async def test_malformed_success_is_a_validation_error(
+    make_client: Any, mode: str, provider: str, content: bytes
+) -> None:
+    client = make_client(provider, mode, answer(200, content=content), max_retries=0)
+    error = await failure(client)
+    assert type(error) is APIResponseValidationError
+    assert error.status_code == 200
+    assert error.text == content.decode(errors="replace")
+
+
+@pytest.mark.parametrize(
+    ("exc", "cls"),
+    [
+        (httpx.ConnectError("refused"), APIConnectionError),
+        (httpx.RemoteProtocolError("server disconnected"), APIConnectionError),
+        (httpx.ReadTimeout("slow"), APITimeoutError),
+        (httpx.ConnectTimeout("slow"), APITimeoutError),
+    ],
+)
+async def test_transport_failures(make_client: Any, mode: str, exc: Exception, cls: Any) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise exc
+
+    error = await failure(make_client("scale", mode, handler, max_retries=0))
+    assert type(error) is cls
+    assert error.__cause__ is exc
+    assert isinstance(error.request, httpx.Request)
+
+
+async def test_a_real_timeout(make_client: Any, server: LocalServer, mode: str) -> None:
+    """Over a socket (the async client on aiohttp): a slow answer is an APITimeoutError."""
+
+    def slow(handler: Any) -> None:
+        import time
+
+        time.sleep(0.3)
+        json_reply(200, scale_body())(handler)
+
+    server.script(slow)
+    client = make_client("scale", mode, base_url=server.url, timeout=0.05, max_retries=0)
+    assert type(await failure(client)) is APITimeoutError
+
+
+async def test_a_refused_connection(make_client: Any, mode: str) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    client = make_client("scale", mode, base_url=f"http://127.0.0.1:{port}", max_retries=0)
+    assert type(await failure(client)) is APIConnectionError
