@@ -1,0 +1,179 @@
+"""Retries: what is retried, how long the clients wait (observed through the injected sleep), when they stop."""
+
+from __future__ import annotations
+
+import time
+from email.utils import formatdate
+from typing import Any
+
+import httpx
+import pytest
+from conftest import LocalServer, call, json_reply, reset_reply, scale_body
+
+from wrapper import _retry
+from wrapper.errors import (
+    APIConnectionError,
+    APIStatusError,
+    BadRequestError,
+    InternalServerError,
+    RateLimitError,
+    UnknownBaseModelError,
+)
+
+
+class Script:
+    """A MockTransport handler answering with a list of responses (or exceptions to raise), in order."""
+
+    def __init__(self, *answers: httpx.Response | Exception) -> None:
+        self.answers = list(answers)
+        self.calls = 0
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        answer = self.answers[min(self.calls, len(self.answers) - 1)]
+        self.calls += 1
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def ok() -> httpx.Response:
+    return httpx.Response(200, json=scale_body())
+
+
+def status(code: int, **headers: str) -> httpx.Response:
+    return httpx.Response(
+        code, json={"detail": "try later"}, headers={k.replace("_", "-"): v for k, v in headers.items()}
+    )
+
+
+@pytest.mark.parametrize(
+    ("headers", "wait"),
+    [
+        ({"retry_after": "2"}, 2.0),
+        ({"retry_after": "0.25"}, 0.25),
+        ({"retry_after_ms": "1500"}, 1.5),
+        ({"retry_after_ms": "1500", "retry_after": "9"}, 1.5),  # the precise one wins
+        ({"retry_after": "3600"}, _retry.MAX_RETRY_AFTER),  # capped
+    ],
+)
+async def test_429_waits_as_the_server_says(
+    make_client: Any, sleeps: list[float], mode: str, headers: dict[str, str], wait: float
+) -> None:
+    script = Script(status(429, **headers), ok())
+    result = await call(make_client("scale", mode, script).complete("m", "p"))
+    assert result.text == "Paris"
+    assert (script.calls, sleeps) == (2, [wait])
+
+
+async def test_retry_after_as_an_http_date(make_client: Any, sleeps: list[float], mode: str) -> None:
+    script = Script(status(429, retry_after=formatdate(time.time() + 30, usegmt=True)), ok())
+    await call(make_client("scale", mode, script).complete("m", "q"))
+    assert len(sleeps) == 1 and 28.0 < sleeps[0] <= 30.0
+
+
+async def test_backoff_grows_with_jitter_until_the_budget_is_spent(
+    make_client: Any, sleeps: list[float], mode: str
+) -> None:
+    script = Script(status(503))
+    client = make_client("scale", mode, script, max_retries=4)
+    with pytest.raises(InternalServerError):
+        await call(client.complete("m", "p"))
+    assert script.calls == 5
+    bounds = [(0.375, 0.5), (0.75, 1.0), (1.5, 2.0), (3.0, 4.0)]
+    assert len(sleeps) == 4
+    assert all(low <= wait <= high for wait, (low, high) in zip(sleeps, bounds, strict=True)), sleeps
+
+
+@pytest.mark.parametrize("code", [408, 409, 429, 500, 502, 503, 504])
+async def test_retried_statuses(make_client: Any, sleeps: list[float], code: int) -> None:
+    script = Script(status(code), ok())
+    make_client("scale", "sync", script).complete("m", "p")
+    assert script.calls == 2 and len(sleeps) == 1
+
+
+@pytest.mark.parametrize("code", [400, 401, 403, 404, 422])
+async def test_client_errors_are_not_retried(
+    make_client: Any, sleeps: list[float], mode: str, code: int
+) -> None:
+    script = Script(status(code), ok())
+    with pytest.raises(APIStatusError):
+        await call(make_client("scale", mode, script).complete("m", "p"))
+    assert (script.calls, sleeps) == (1, [])
+
+
+async def test_gradient_typed_errors_are_not_retried(make_client: Any, sleeps: list[float]) -> None:
+    script = Script(httpx.Response(404, json={"type": "unknownBaseModel", "message": "no such model"}), ok())
+    with pytest.raises(UnknownBaseModelError):
+        make_client("gradient", "sync", script).complete("m", "q")
+    assert (script.calls, sleeps) == (1, [])
+
+
+async def test_connection_errors_are_retried(make_client: Any, sleeps: list[float], mode: str) -> None:
+    script = Script(httpx.ConnectError("refused"), httpx.ReadTimeout("slow"), ok())
+    await call(make_client("scale", mode, script).complete("m", "p"))
+    assert script.calls == 3 and len(sleeps) == 2
+
+
+async def test_max_retries_zero_disables_retries(make_client: Any, sleeps: list[float], mode: str) -> None:
+    script = Script(status(429, retry_after="1"), ok())
+    client = make_client("scale", mode, script, max_retries=0)
+    with pytest.raises(RateLimitError) as caught:
+        await call(client.complete("m", "p"))
+    assert caught.value.retry_after == 1.0
+    assert (script.calls, sleeps) == (1, [])
+
+
+async def test_with_options_changes_the_budget_of_the_copy_only(
+    make_client: Any, sleeps: list[float], mode: str
+) -> None:
+    script = Script(status(503), status(503), ok())
+    client = make_client("scale", mode, script)
+    with pytest.raises(InternalServerError):
+        await call(client.with_options(max_retries=0).complete("m", "p"))
+    assert (await call(client.complete("m", "p"))).text == "Paris"
+    assert script.calls == 3 and len(sleeps) == 1
+
+
+async def test_a_reset_connection_is_retried(
+    make_client: Any, sleeps: list[float], server: LocalServer, mode: str
+) -> None:
+    """A real RST on a real socket; the async client on its default aiohttp transport."""
+    server.script(reset_reply, json_reply(200, scale_body("after reset")))
+    result = await call(make_client("scale", mode, base_url=server.url).complete("m", "p"))
+    assert result.text == "after reset"
+    assert len(server.requests) == 2 and len(sleeps) == 1
+
+
+async def test_a_reset_connection_exhausts_the_budget(
+    make_client: Any, sleeps: list[float], server: LocalServer, mode: str
+) -> None:
+    server.script(reset_reply)
+    with pytest.raises(APIConnectionError):
+        await call(make_client("gradient", mode, base_url=server.url, max_retries=1).complete("m", "q"))
+    assert len(server.requests) == 2 and len(sleeps) == 1
+
+
+async def test_429_over_a_socket(
+    make_client: Any, sleeps: list[float], server: LocalServer, mode: str
+) -> None:
+    server.script(
+        json_reply(429, {"detail": "slow down"}, {"retry-after": "3"}), json_reply(200, scale_body())
+    )
+    await call(make_client("scale", mode, base_url=server.url).complete("m", "p"))
+    assert sleeps == [3.0]
+
+
+def test_policy_functions() -> None:
+    """The pieces the batch helper reuses: ``is_retryable`` and ``retry_delay``."""
+    request = httpx.Request("POST", "https://x.test")
+    assert _retry.is_retryable(APIConnectionError("x", request=request))
+    assert not _retry.is_retryable(ValueError("x"))
+    assert not _retry.is_retryable(
+        BadRequestError("x", response=httpx.Response(400, request=request), body=None)
+    )
+    assert _retry.retry_delay(0, 0.0) == 0.0
+    assert _retry.retry_delay(3, -5.0) == 0.0
+    assert _retry.retry_delay(50, None) <= _retry.MAX_DELAY
+    assert _retry.parse_retry_after(httpx.Headers({"retry-after": "soon"})) is None
+    assert _retry.parse_retry_after(httpx.Headers({"retry-after-ms": "x", "retry-after": "4"})) == 4.0
+    assert _retry.parse_retry_after(httpx.Headers({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"})) == 0.0
