@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import socket
@@ -173,10 +174,8 @@ class _Handler(BaseHTTPRequestHandler):
         server._next()(self)
 
     def finish(self) -> None:
-        try:
+        with contextlib.suppress(OSError):  # the reply closed or reset the connection on purpose
             super().finish()
-        except OSError:
-            pass  # the reply closed or reset the connection on purpose
 
 
 def json_reply(status: int, body: Any, headers: dict[str, str] | None = None) -> Reply:

@@ -77,8 +77,10 @@ async def failure(client: Any, *args: Any) -> APIError:
 def test_every_class_has_a_one_line_docstring() -> None:
     for name in errors.__all__:
         cls = getattr(errors, name)
-        assert inspect.isclass(cls) and issubclass(cls, APIError), name
-        assert cls.__doc__ and "\n" not in cls.__doc__.strip(), name
+        assert inspect.isclass(cls), name
+        assert issubclass(cls, APIError), name
+        assert cls.__doc__, name
+        assert "\n" not in cls.__doc__.strip(), name
 
 
 @pytest.mark.parametrize(("type_", "extra", "cls"), GRADIENT_ERRORS, ids=[e[0] for e in GRADIENT_ERRORS])
@@ -99,9 +101,9 @@ async def test_gradient_typed_bodies(
 
 async def test_gradient_error_data(make_client: Any) -> None:
     def error_for(body: dict[str, Any]) -> Any:
-        with make_client("gradient", "sync", answer(422, body), max_retries=0) as client:
-            with pytest.raises(GradientError) as caught:
-                client.complete("m", "q")
+        client = make_client("gradient", "sync", answer(422, body), max_retries=0)
+        with pytest.raises(GradientError) as caught:
+            client.complete("m", "q")
         return caught.value
 
     flagged = error_for(
@@ -148,7 +150,8 @@ async def test_status_classes(make_client: Any, mode: str, provider: str, status
     error = await failure(client)
     assert type(error) is cls
     assert (error.status_code, error.body, error.request_id, error.retry_after) == (status, body, "r1", None)
-    assert str(status) in str(error) and "nope" in str(error)
+    assert str(status) in str(error)
+    assert "nope" in str(error)
 
 
 async def test_scale_422_carries_its_validation_errors(make_client: Any, mode: str) -> None:

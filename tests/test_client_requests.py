@@ -145,7 +145,9 @@ async def test_scale_result(make_client: Any, mode: str) -> None:
             {"token": "is", "logprob": -0.2, "bytes": [105, 115], "top_logprobs": []},
         ]
     }
-    body = scale_body("Paris", prompt_tokens=7, response_tokens=2, choices=[{"index": 0, "logprobs": logprobs}])
+    body = scale_body(
+        "Paris", prompt_tokens=7, response_tokens=2, choices=[{"index": 0, "logprobs": logprobs}]
+    )
     client = make_client("scale", mode, Recorder(body))
     result = await call(client.complete("m", "p"))
     assert result == Completion(
@@ -169,13 +171,24 @@ async def test_scale_text_is_the_first_output_of_the_first_prompt(
 ) -> None:
     client = make_client("scale", "sync", Recorder({"completions": completions}))
     result = client.complete("m", "p")
-    assert (result.text, result.finish_reason, result.prompt_tokens, result.logprobs) == (text, None, None, None)
+    assert (result.text, result.finish_reason, result.prompt_tokens, result.logprobs) == (
+        text,
+        None,
+        None,
+        None,
+    )
 
 
 async def test_gradient_result(make_client: Any, mode: str) -> None:
     client = make_client("gradient", mode, Recorder(GRADIENT_BODY))
     result = await call(client.complete("m", "q"))
-    assert (result.text, result.finish_reason, result.prompt_tokens, result.response_tokens, result.logprobs) == (
+    assert (
+        result.text,
+        result.finish_reason,
+        result.prompt_tokens,
+        result.response_tokens,
+        result.logprobs,
+    ) == (
         "yes",
         "stop",
         None,
@@ -191,7 +204,8 @@ async def test_gradient_stream_is_one_chunk(make_client: Any, mode: str) -> None
     chunks = await collect(client.stream("m", "q", max_generated_token_count=3))
     assert chunks == [CompletionChunk("yes", "stop", None, None, None, raw=None)]  # type: ignore[arg-type]
     assert recorder.sent == {"query": "q", "maxGeneratedTokenCount": 3}
-    assert "one chunk" in Gradient.stream.__doc__ and "one chunk" in AsyncGradient.stream.__doc__  # type: ignore[operator]
+    assert "one chunk" in Gradient.stream.__doc__
+    assert "one chunk" in AsyncGradient.stream.__doc__
 
 
 async def test_unknown_keyword_is_a_type_error(make_client: Any, mode: str) -> None:
@@ -212,7 +226,10 @@ def test_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
         scale.complete("m", "p")
     request = recorder.requests[0]
     assert str(request.url) == "https://env.scale.test/v4/models/m/completions"
-    assert (request.headers["x-api-key"], request.headers["x-selected-account-id"]) == ("env-key", "env-account")
+    assert (request.headers["x-api-key"], request.headers["x-selected-account-id"]) == (
+        "env-key",
+        "env-account",
+    )
 
     recorder = Recorder(GRADIENT_BODY)
     monkeypatch.setenv("GRADIENT_ACCESS_TOKEN", "env-token")
@@ -233,7 +250,10 @@ def test_arguments_beat_the_environment_and_defaults_apply(monkeypatch: pytest.M
         assert scale.base_url == "https://arg.test"
     monkeypatch.delenv("SGP_CLIENT_BASE_URL")
     with Scale(api_key="k") as scale, Gradient(access_token="t", workspace_id="w") as gradient:
-        assert (scale.base_url, gradient.base_url) == ("https://api.egp.scale.com", "https://api.gradient.ai/api")
+        assert (scale.base_url, gradient.base_url) == (
+            "https://api.egp.scale.com",
+            "https://api.gradient.ai/api",
+        )
         assert (scale.max_retries, gradient.max_retries) == (2, 2)
 
 
@@ -298,7 +318,8 @@ async def test_round_trip_over_a_socket(make_client: Any, server: LocalServer, m
     assert (result.text, result.prompt_tokens, result.response_tokens) == ("Paris", 5, 1)
     method, path, headers, body = server.requests[0]
     assert (method, path) == ("POST", "/v4/models/my%2Fdeploy/completions")
-    assert headers["x-api-key"] == SCALE_KEY and headers["x-selected-account-id"] == "acct-1"
+    assert headers["x-api-key"] == SCALE_KEY
+    assert headers["x-selected-account-id"] == "acct-1"
     assert body == {"prompt": "Capital?", "max_tokens": 4, "stop_sequences": ["."]}
 
     server.script(json_reply(200, GRADIENT_BODY))
@@ -307,12 +328,15 @@ async def test_round_trip_over_a_socket(make_client: Any, server: LocalServer, m
     assert result.text == "yes"
     method, path, headers, body = server.requests[1]
     assert path == "/api/models/m1/complete"
-    assert headers["authorization"] == f"Bearer {GRADIENT_TOKEN}" and headers["x-gradient-workspace-id"] == "ws-1"
+    assert headers["authorization"] == f"Bearer {GRADIENT_TOKEN}"
+    assert headers["x-gradient-workspace-id"] == "ws-1"
     assert body == {"query": "Sky?", "guidance": {"type": "choice", "value": ["yes", "no"]}, "topK": 2}
 
 
 @pytest.mark.usefixtures("clean_env")
-def test_module_level_functions_use_a_default_client(server: LocalServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_module_level_functions_use_a_default_client(
+    server: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SGP_API_KEY", "env-key")
     monkeypatch.setenv("SGP_CLIENT_BASE_URL", server.url)
     monkeypatch.setenv("GRADIENT_ACCESS_TOKEN", "env-token")
@@ -328,8 +352,10 @@ def test_module_level_functions_use_a_default_client(server: LocalServer, monkey
     finally:
         wrapper.scale._default.close()
         wrapper.gradient._default.close()
-    assert [r[1] for r in server.requests] == ["/v4/models/m/completions", "/api/models/m/complete"] + [
-        "/api/models/m/complete"
+    assert [r[1] for r in server.requests] == [
+        "/v4/models/m/completions",
+        "/api/models/m/complete",
+        "/api/models/m/complete",
     ]
     assert server.requests[0][2]["x-api-key"] == "env-key"
 

@@ -1,4 +1,4 @@
-"""Retries: what is retried, how long the clients wait (observed through the injected sleep), when they stop."""
+"""Retries: what is retried, how long the clients wait (seen through the injected sleep), when they stop."""
 
 from __future__ import annotations
 
@@ -68,7 +68,8 @@ async def test_429_waits_as_the_server_says(
 async def test_retry_after_as_an_http_date(make_client: Any, sleeps: list[float], mode: str) -> None:
     script = Script(status(429, retry_after=formatdate(time.time() + 30, usegmt=True)), ok())
     await call(make_client("scale", mode, script).complete("m", "q"))
-    assert len(sleeps) == 1 and 28.0 < sleeps[0] <= 30.0
+    assert len(sleeps) == 1
+    assert 28.0 < sleeps[0] <= 30.0
 
 
 async def test_backoff_grows_with_jitter_until_the_budget_is_spent(
@@ -88,7 +89,8 @@ async def test_backoff_grows_with_jitter_until_the_budget_is_spent(
 async def test_retried_statuses(make_client: Any, sleeps: list[float], code: int) -> None:
     script = Script(status(code), ok())
     make_client("scale", "sync", script).complete("m", "p")
-    assert script.calls == 2 and len(sleeps) == 1
+    assert script.calls == 2
+    assert len(sleeps) == 1
 
 
 @pytest.mark.parametrize("code", [400, 401, 403, 404, 422])
@@ -111,7 +113,8 @@ async def test_gradient_typed_errors_are_not_retried(make_client: Any, sleeps: l
 async def test_connection_errors_are_retried(make_client: Any, sleeps: list[float], mode: str) -> None:
     script = Script(httpx.ConnectError("refused"), httpx.ReadTimeout("slow"), ok())
     await call(make_client("scale", mode, script).complete("m", "p"))
-    assert script.calls == 3 and len(sleeps) == 2
+    assert script.calls == 3
+    assert len(sleeps) == 2
 
 
 async def test_max_retries_zero_disables_retries(make_client: Any, sleeps: list[float], mode: str) -> None:
@@ -131,7 +134,8 @@ async def test_with_options_changes_the_budget_of_the_copy_only(
     with pytest.raises(InternalServerError):
         await call(client.with_options(max_retries=0).complete("m", "p"))
     assert (await call(client.complete("m", "p"))).text == "Paris"
-    assert script.calls == 3 and len(sleeps) == 1
+    assert script.calls == 3
+    assert len(sleeps) == 1
 
 
 async def test_a_reset_connection_is_retried(
@@ -141,7 +145,8 @@ async def test_a_reset_connection_is_retried(
     server.script(reset_reply, json_reply(200, scale_body("after reset")))
     result = await call(make_client("scale", mode, base_url=server.url).complete("m", "p"))
     assert result.text == "after reset"
-    assert len(server.requests) == 2 and len(sleeps) == 1
+    assert len(server.requests) == 2
+    assert len(sleeps) == 1
 
 
 async def test_a_reset_connection_exhausts_the_budget(
@@ -150,7 +155,8 @@ async def test_a_reset_connection_exhausts_the_budget(
     server.script(reset_reply)
     with pytest.raises(APIConnectionError):
         await call(make_client("gradient", mode, base_url=server.url, max_retries=1).complete("m", "q"))
-    assert len(server.requests) == 2 and len(sleeps) == 1
+    assert len(server.requests) == 2
+    assert len(sleeps) == 1
 
 
 async def test_429_over_a_socket(
