@@ -27,11 +27,11 @@ from typing import Any, Self
 import uvicorn
 
 from . import _catalog
-from ._app import FAULT_HEADER, GRADIENT_STATUS, SandboxApp, Stats
+from ._app import FAULT_HEADER, GRADIENT_STATUS, Exchange, SandboxApp, Stats
+from ._faults import Fault, make_rule, parse_rule
 from ._faults import __doc__ as _FAULTS_DOC
-from ._faults import make_rule, parse_rule
 
-__all__ = ["HELP", "Sandbox", "Stats", "serve"]
+__all__ = ["HELP", "Exchange", "Fault", "Sandbox", "Stats", "serve"]
 
 
 def _help() -> str:
@@ -57,7 +57,7 @@ Error triggers (Gradient statuses by error type):
   query longer than the model's context -> unprocessableContent; Scale: prompt + max_tokens over the
   context -> 422; guidance on a model without it -> modelDoesNotSupportGuidance; rag with
   autoTemplate false -> ragRequiresAutoTemplating; other collection -> unknownRagCollection; no
-  matching document -> noRagDocumentsFound; missing credentials -> 401
+  matching document -> noRagDocumentsFound; a missing credential, or {_catalog.REJECTED_CREDENTIAL!r} -> 401
 
 Fault injection: header `{FAULT_HEADER}: status=429;retry-after=1` (this request), POST /_sandbox/faults
 with JSON {{"status": 503, "count": 2, "api": "scale"}} (DELETE clears), or Sandbox.inject(...).
@@ -94,8 +94,12 @@ def serve(host: str = "127.0.0.1", port: int = 3026, seed: int | None = 0) -> No
 class Sandbox:
     """The sandbox on a free port of 127.0.0.1, in a background thread: ``with Sandbox() as sb: ...``."""
 
-    def __init__(self, *, seed: int | None = 0, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, *, seed: int | None = 0, host: str = "127.0.0.1", port: int = 0, record: bool = False
+    ) -> None:
         self.app = SandboxApp(seed)
+        if record:
+            self.app.exchanges = []
         self._host, self._port = host, port
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -123,7 +127,16 @@ class Sandbox:
         """Bind the port and serve until ``stop``; returns once the server accepts connections."""
         if self._thread is not None:
             raise RuntimeError("the sandbox is already running")
-        self._socket = socket.create_server((self._host, self._port))
+        # proto=IPPROTO_TCP lets asyncio set TCP_NODELAY on the connections (else Nagle adds 40 ms a request)
+        family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
+        self._socket = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        try:
+            self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self._socket.bind((self._host, self._port))
+            self._socket.listen(2048)
+        except OSError:
+            self.stop()
+            raise
         self._server = _server(self.app, self._host, self._port)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._socket]}, name="wrapper-sandbox", daemon=True
@@ -165,6 +178,13 @@ class Sandbox:
     def clear_faults(self) -> None:
         """Drop every queued fault."""
         self.app.faults.clear()
+
+    @property
+    def exchanges(self) -> list[Exchange]:
+        """Every vendor-route exchange so far, with the bytes sent back (only with ``record=True``)."""
+        if self.app.exchanges is None:
+            raise RuntimeError("create the sandbox with record=True to record exchanges")
+        return self.app.exchanges
 
     def stats(self) -> Stats:
         """Requests served, in flight now, and the most in flight at once, since the last reset."""

@@ -7,11 +7,11 @@ import json
 import random
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
@@ -56,6 +56,19 @@ class Stats:
     max_in_flight: int
 
 
+@dataclass
+class Exchange:
+    """One vendor-route request and what the sandbox sent back (``status`` None: no response at all)."""
+
+    method: str
+    path: str
+    status: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    fault: Fault | None = None
+    aborted: bool = False  # a fault aborted the connection, or the client left: nothing more was sent
+
+
 class _Counter:
     """Counts vendor-route requests; one stays in flight until its last body byte is handed to the server."""
 
@@ -90,6 +103,7 @@ class SandboxApp:
         self.faults = FaultPlan(seed)
         self.counter = _Counter()
         self.connections: Callable[[], Iterable[_Connection]] = tuple
+        self.exchanges: list[Exchange] | None = None  # a list records every vendor-route exchange
         by_order = {order: LanguageModel.from_corpus(order) for order in (2, 3)}
         self.models = {
             (api, m.id): (m, by_order[m.order])
@@ -103,7 +117,8 @@ class SandboxApp:
                 Route("/_sandbox/models", self._list_models, methods=["GET"]),
                 Route("/_sandbox/stats", self._stats, methods=["GET", "DELETE"]),
                 Route("/_sandbox/faults", self._faults, methods=["GET", "POST", "DELETE"]),
-            ]
+            ],
+            exception_handlers={ClientDisconnect: _client_gone},
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -112,9 +127,15 @@ class SandboxApp:
             return
         self.counter.enter()
         done = False
+        exchange = None
+        if self.exchanges is not None:
+            exchange = scope["sandbox.exchange"] = Exchange(scope["method"], scope["path"])
+            self.exchanges.append(exchange)
 
         async def counted_send(message: Message) -> None:
             nonlocal done
+            if exchange is not None:
+                _record(exchange, message)
             if message["type"] == "http.response.body" and not message.get("more_body") and not done:
                 done = True
                 self.counter.leave()
@@ -158,6 +179,8 @@ class SandboxApp:
         """The fault for this request (header first, then the queued rules), after its delay."""
         spec = request.headers.get(FAULT_HEADER)
         fault = parse_rule(spec).fault if spec else self.faults.take(api, model)
+        if "sandbox.exchange" in request.scope:
+            request.scope["sandbox.exchange"].fault = fault
         if fault and fault.delay:
             await asyncio.sleep(fault.delay)
         return fault
@@ -167,6 +190,8 @@ class SandboxApp:
         for connection in list(self.connections()):
             if connection.client == request.scope.get("client"):
                 connection.transport.abort()
+        if "sandbox.exchange" in request.scope:
+            request.scope["sandbox.exchange"].aborted = True
         for _ in range(2):  # let the server notice the lost connection before the app answers
             await asyncio.sleep(0)
         return Response(status_code=204)
@@ -195,7 +220,7 @@ class SandboxApp:
         if answer := await self._apply(request, fault, "gradient", stream=False):
             return answer
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        if scheme.lower() != "bearer" or token.strip() in ("", _catalog.REJECTED_CREDENTIAL):
             return _gradient_error("failed", "Unauthorized: send 'Authorization: Bearer <access token>'", 401)
         if not request.headers.get("x-gradient-workspace-id"):
             return _gradient_error(
@@ -283,7 +308,7 @@ class SandboxApp:
         stream = _wants_stream(raw)
         if answer := await self._apply(request, fault, "scale", stream):
             return answer
-        if not request.headers.get("x-api-key"):
+        if request.headers.get("x-api-key", "") in ("", _catalog.REJECTED_CREDENTIAL):
             return JSONResponse({"detail": "Not authenticated: send the x-api-key header"}, status_code=401)
         try:
             body = scale_request(raw)
@@ -317,7 +342,10 @@ class SandboxApp:
             return JSONResponse({"detail": "Generation failed"}, status_code=500)
         generation = lm.generate(prompt, sampling, self.rng)
         if stream:
-            events = _scale_events(generation, prompt, prompt_tokens, bool(sampling.top_logprobs), failing)
+            pace = fault.pace if fault else 0.0
+            events = _scale_events(
+                generation, prompt, prompt_tokens, bool(sampling.top_logprobs), failing, pace
+            )
             if fault and (fault.cut is not None or fault.malformed):
                 events = self._faulty_stream(request, events, fault)
             return StreamingResponse(
@@ -349,6 +377,23 @@ class SandboxApp:
             sent += 1
         await asyncio.sleep(0)  # let the chunks reach the socket before the connection goes
         await self._abort(request)
+
+
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    """The client left (e.g. timed out during a delay fault): the server drops this answer."""
+    if "sandbox.exchange" in request.scope:
+        request.scope["sandbox.exchange"].aborted = True
+    return Response(status_code=499)
+
+
+def _record(exchange: Exchange, message: Message) -> None:
+    if exchange.aborted:
+        return
+    if message["type"] == "http.response.start":
+        exchange.status = message["status"]
+        exchange.headers = {k.decode(): v.decode() for k, v in message.get("headers", ())}
+    elif message["type"] == "http.response.body":
+        exchange.body += message.get("body", b"")
 
 
 def _sampling(
@@ -391,7 +436,7 @@ def _logprob(step: Step) -> dict[str, Any]:
 
 
 async def _scale_events(
-    generation: Generation, prompt: str, prompt_tokens: int, logprobs: bool, failing: bool
+    generation: Generation, prompt: str, prompt_tokens: int, logprobs: bool, failing: bool, pace: float
 ) -> AsyncIterator[str]:
     """One SSE event per generated token, then a final one with the finish reason and token counts."""
     for i, step in enumerate(generation):
@@ -406,7 +451,7 @@ async def _scale_events(
         if logprobs:
             chunk["choices"] = [{"index": 0, "logprobs": {"content": [_logprob(step)]}}]
         yield f"data: {json.dumps(chunk)}\n\n"
-        await asyncio.sleep(0)
+        await asyncio.sleep(pace)  # flushes the chunk before the next token is generated
     last = {
         "completions": [[prompt, [generation.tail]]],
         "finish_reason": generation.finish_reason,

@@ -8,6 +8,9 @@ from dataclasses import dataclass
 FAIL_TRIGGER = "__fail__"
 """A prompt containing this fails generation: Gradient ``failed``; Scale 500, or a stream ``error`` event."""
 
+REJECTED_CREDENTIAL = "invalid"
+"""Any credential is accepted except this one (and an empty one), which gets a 401."""
+
 BLOCKLIST = ("contraband", "explosives", "malware")
 """Words that make a Gradient query ``flaggedContent`` (whole words, any case)."""
 

@@ -6,6 +6,7 @@ keyword arguments (``Sandbox.inject``, ``POST /_sandbox/faults`` JSON). Keys:
 - ``status=CODE``: answer CODE with an error body of the API's shape; ``retry-after=S`` adds
   ``Retry-After: S`` and ``retry-after-ms=MS`` adds ``retry-after-ms: MS``.
 - ``delay=D``: wait D seconds before answering (combines with the others).
+- ``pace=D``: a stream waits D seconds after each chunk (a slow model; combines with the others).
 - ``cut=K``: a stream is cut (connection aborted) after K chunks; a non-stream request is reset.
 - ``reset``: abort the connection without any response.
 - ``malformed=json|shape``: answer 200 with a body that is not JSON, or JSON of the wrong shape.
@@ -32,6 +33,7 @@ class Fault:
     retry_after: float | None = None
     retry_after_ms: int | None = None
     delay: float = 0.0
+    pace: float = 0.0
     cut: int | None = None
     reset: bool = False
     malformed: Literal["json", "shape"] | None = None
@@ -72,7 +74,7 @@ class Rule:
 _FAULT_KEYS = {f.name for f in fields(Fault)}
 _RULE_KEYS = {"count", "rate", "api", "model"}
 _INT_KEYS = {"status", "retry_after_ms", "cut", "count"}
-_FLOAT_KEYS = {"retry_after", "delay", "rate"}
+_FLOAT_KEYS = {"retry_after", "delay", "pace", "rate"}
 
 
 def make_rule(**options: Any) -> Rule:

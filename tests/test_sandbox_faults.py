@@ -1,0 +1,153 @@
+"""Fault injection and stats, each fault mode observed through our clients as designed."""
+
+# ruff: noqa: F811  (the shared fixtures are imported, then named as parameters)
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+from sandbox_fixtures import _no_faults_left, gradient, sandbox, scale  # noqa: F401
+
+import wrapper._retry
+from wrapper import errors
+from wrapper.gradient import Gradient
+from wrapper.sandbox import Sandbox, Stats
+from wrapper.scale import AsyncScale, Scale
+
+MODEL = "llama-3-8b-instruct"
+
+
+def test_a_status_fault_carries_retry_after(sandbox: Sandbox, scale: Scale) -> None:
+    sandbox.inject(status=429, retry_after=2)
+    with pytest.raises(errors.RateLimitError) as info:
+        scale.complete(MODEL, "Alice")
+    assert info.value.retry_after == 2.0
+    sandbox.inject("status=503;retry-after-ms=250")
+    with pytest.raises(errors.InternalServerError) as server_error:
+        scale.complete(MODEL, "Alice")
+    assert server_error.value.retry_after == 0.25
+    assert scale.complete(MODEL, "Alice", max_tokens=2).text  # the faults are used up
+
+
+def test_the_client_retries_through_count_faults(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    waits: list[float] = []
+    monkeypatch.setattr(wrapper._retry, "_sleep", waits.append)
+    sandbox.inject(status=503, retry_after=1, count=2, api="scale")
+    sandbox.reset_stats()
+    with Scale(api_key="k", account_id="a", base_url=sandbox.scale_base_url, max_retries=2) as client:
+        assert client.complete(MODEL, "Alice", max_tokens=2).text
+    assert sandbox.stats().requests == 3
+    assert waits == [1.0, 1.0]
+
+
+def test_faults_select_their_api_and_model(sandbox: Sandbox, scale: Scale, gradient: Gradient) -> None:
+    sandbox.inject(status=500, api="gradient", count=1)
+    sandbox.inject(status=500, api="scale", model="mistral-7b-instruct", count=1)
+    assert scale.complete(MODEL, "Alice", max_tokens=2).text
+    with pytest.raises(errors.InternalServerError):
+        scale.complete("mistral-7b-instruct", "Alice", max_tokens=2)
+    with pytest.raises(errors.APIStatusError) as info:
+        gradient.complete("nous-hermes2", "Alice")
+    assert info.value.status_code == 500
+
+
+def test_a_gradient_4xx_fault_still_has_the_typed_body(sandbox: Sandbox, gradient: Gradient) -> None:
+    sandbox.inject(status=429, retry_after=1, api="gradient")
+    with pytest.raises(errors.APIStatusError) as info:
+        gradient.complete("nous-hermes2", "Alice")
+    assert (info.value.status_code, info.value.body["type"]) == (429, "failed")
+    assert info.value.retry_after == 1.0
+
+
+def test_a_delay_fault_makes_the_client_time_out(sandbox: Sandbox, scale: Scale) -> None:
+    sandbox.inject(delay=0.5)
+    with pytest.raises(errors.APIConnectionError, match="Timeout"):  # APITimeoutError by the contract
+        scale.with_options(timeout=0.1).complete(MODEL, "Alice", max_tokens=2)
+
+
+def test_a_cut_stream_raises_after_its_chunks(sandbox: Sandbox, scale: Scale) -> None:
+    sandbox.inject(cut=3)
+    received = []
+    with pytest.raises(errors.APIConnectionError):  # noqa: PT012 (the chunks before the cut arrive first)
+        for chunk in scale.stream(MODEL, "The White Rabbit", max_tokens=20, temperature=0.0):
+            received.append(chunk.text)
+    assert len(received) == 3
+
+
+@pytest.mark.parametrize("spec", ["reset", "cut=0"])
+def test_a_reset_is_a_connection_error(sandbox: Sandbox, scale: Scale, spec: str) -> None:
+    sandbox.inject(spec)
+    with pytest.raises(errors.APIConnectionError):
+        scale.complete(MODEL, "Alice")
+
+
+@pytest.mark.parametrize("kind", ["json", "shape"])
+def test_a_malformed_body_is_a_response_validation_error(
+    sandbox: Sandbox, scale: Scale, gradient: Gradient, kind: str
+) -> None:
+    sandbox.inject(malformed=kind, count=3)
+    with pytest.raises(errors.APIResponseValidationError):
+        scale.complete(MODEL, "Alice")
+    with pytest.raises(errors.APIResponseValidationError):
+        gradient.complete("nous-hermes2", "Alice")
+    with pytest.raises(errors.APIResponseValidationError):
+        list(scale.stream(MODEL, "Alice"))
+
+
+def test_a_rate_hits_about_that_share_of_requests(sandbox: Sandbox, scale: Scale) -> None:
+    sandbox.inject(status=503, rate=0.25)
+    outcomes = []
+    for _ in range(80):
+        try:
+            scale.complete(MODEL, "Alice", max_tokens=1)
+            outcomes.append(True)
+        except errors.InternalServerError:
+            outcomes.append(False)
+    assert 8 <= outcomes.count(False) <= 32
+
+
+def test_faults_from_a_header_and_over_http(sandbox: Sandbox) -> None:
+    url = f"{sandbox.scale_base_url}/v4/models/{MODEL}/completions"
+    with httpx.Client(headers={"x-api-key": "k"}) as http:
+        r = http.post(url, json={"prompt": "a"}, headers={"x-sandbox-fault": "status=429;retry-after=3"})
+        assert (r.status_code, r.headers["retry-after"]) == (429, "3")
+        assert (
+            http.post(url, json={"prompt": "a"}, headers={"x-sandbox-fault": "status=oops"}).status_code
+            == 422
+        )
+        queued = http.post(f"{sandbox.url}/_sandbox/faults", json={"status": 409, "count": 2})
+        assert queued.json()[0]["count"] == 2
+        assert [http.post(url, json={"prompt": "a"}).status_code for _ in range(3)] == [409, 409, 200]
+        http.post(f"{sandbox.url}/_sandbox/faults", json={"status": 409})
+        assert http.delete(f"{sandbox.url}/_sandbox/faults").json() == []
+        assert http.post(url, json={"prompt": "a"}).status_code == 200
+        assert http.post(f"{sandbox.url}/_sandbox/faults", json={"bogus": 1}).status_code == 400
+
+
+def test_inject_rejects_unknown_options(sandbox: Sandbox) -> None:
+    with pytest.raises(ValueError, match="bogus"):
+        sandbox.inject(bogus=1)
+    with pytest.raises(ValueError, match="malformed"):
+        sandbox.inject(malformed="xml")
+
+
+async def test_stats_count_requests_in_flight_until_their_streams_end(sandbox: Sandbox) -> None:
+    sandbox.inject(delay=0.2, count=6, api="scale")
+    sandbox.inject(pace=0.1, count=2, api="scale")
+    sandbox.reset_stats()
+    async with AsyncScale(api_key="k", account_id="a", base_url=sandbox.scale_base_url) as client:
+
+        async def drain() -> None:
+            async for _ in client.stream(MODEL, "Alice", max_tokens=3):
+                pass
+
+        await asyncio.gather(*(client.complete(MODEL, "Alice", max_tokens=2) for _ in range(6)))
+        assert sandbox.stats() == Stats(requests=6, in_flight=0, max_in_flight=6)
+        sandbox.reset_stats()
+        await asyncio.gather(drain(), drain())
+    async with httpx.AsyncClient(base_url=sandbox.url) as http:
+        stats = (await http.get("/_sandbox/stats")).json()
+        assert stats == {"requests": 2, "in_flight": 0, "max_in_flight": 2}
+        assert (await http.delete("/_sandbox/stats")).json()["requests"] == 0
