@@ -45,20 +45,10 @@ SCALE_PARAMS: dict[str, Any] = {
     "model_request_parameters": {"name": "Ada", "n": 3, "ratio": 0.5, "flag": False},
 }
 SCALE_WIRE = {
+    **SCALE_PARAMS,
     "prompt": "What is the capital of France?",
-    "max_tokens": 32,
-    "temperature": 0.5,
     "stop_sequences": ["\n", "END"],
-    "top_p": 0.9,
-    "top_k": 40,
-    "frequency_penalty": -0.5,
-    "presence_penalty": 1.5,
-    "logprobs": True,
-    "top_logprobs": 3,
-    "chat_template": "{{ prompt }}",
-    "chat_template_kwargs": {"add_generation_prompt": True, "depth": 2},
-    "reasoning_effort": "medium",
-    "model_request_parameters": {"bindings": {"name": "Ada", "n": 3, "ratio": 0.5, "flag": False}},
+    "model_request_parameters": {"bindings": SCALE_PARAMS["model_request_parameters"]},
 }
 GRADIENT_PARAMS: dict[str, Any] = {
     "max_generated_token_count": 8,
@@ -366,3 +356,12 @@ def test_importing_the_clients_stays_light() -> None:
     loaded = set(json.loads(subprocess.check_output([sys.executable, "-c", code]).decode().replace("'", '"')))
     assert not loaded & {"aiohttp", "httpx_aiohttp", "starlette", "uvicorn", "tqdm", "yaml"}
     assert wrapper.Completion is Completion
+
+
+async def test_complete_many_delegates_to_the_batch_helper(make_client: Any, mode: str) -> None:
+    recorder = Recorder(GRADIENT_BODY)
+    client = make_client("gradient", mode, recorder)
+    results = await collect(client.complete_many("m", ["a", "b", "c"], concurrency=2, ordered=True, top_k=1))
+    assert [(r.index, r.completion.text) for r in results] == [(0, "yes"), (1, "yes"), (2, "yes")]
+    assert sorted(json.loads(r.content)["query"] for r in recorder.requests) == ["a", "b", "c"]
+    assert all(json.loads(r.content)["topK"] == 1 for r in recorder.requests)

@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import AsyncGenerator, Callable, Generator
+from collections.abc import AsyncGenerator, AsyncIterable, Awaitable, Callable, Generator, Iterable
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, TypeVar
 
 import httpx
@@ -26,6 +26,7 @@ from .errors import APIError, APIStatusError
 if TYPE_CHECKING:
     from httpx_sse import ServerSentEvent
 
+    from ._batch import BatchResult
     from ._results import Completion, CompletionChunk
 
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0)
@@ -199,6 +200,7 @@ class SyncClient(_ClientCore):
     """A client over an ``httpx.Client``: closes it on ``close()`` or leaving a ``with`` block."""
 
     _http: httpx.Client
+    complete: Callable[..., Completion]  # each provider's, with its own keyword arguments
 
     def __init__(
         self,
@@ -243,6 +245,29 @@ class SyncClient(_ClientCore):
             _retry._sleep(self._delay_or_raise(error, retries))
             retries += 1
 
+    def complete_many(
+        self,
+        model: str,
+        prompts: Iterable[str],
+        *,
+        concurrency: int = 16,
+        ordered: bool = False,
+        return_exceptions: bool = False,
+        **params: Any,
+    ) -> Generator[BatchResult, None, None]:
+        """``complete`` for each prompt with at most ``concurrency`` in flight: see ``wrapper._batch``."""
+        from . import _batch
+
+        return _batch.complete_many(
+            self,
+            model,
+            prompts,
+            concurrency=concurrency,
+            ordered=ordered,
+            return_exceptions=return_exceptions,
+            **params,
+        )
+
     def _complete(self, request: httpx.Request) -> Completion:
         return self._wire.completion(self._send(request))
 
@@ -274,6 +299,7 @@ class AsyncClient(_ClientCore):
     """A client over an ``httpx.AsyncClient`` (by default on the aiohttp transport): ``await close()``."""
 
     _http: httpx.AsyncClient
+    complete: Callable[..., Awaitable[Completion]]  # each provider's, with its own keyword arguments
 
     def __init__(
         self,
@@ -321,6 +347,29 @@ class AsyncClient(_ClientCore):
                 error = failed
             await _retry._asleep(self._delay_or_raise(error, retries))
             retries += 1
+
+    def complete_many(
+        self,
+        model: str,
+        prompts: Iterable[str] | AsyncIterable[str],
+        *,
+        concurrency: int = 16,
+        ordered: bool = False,
+        return_exceptions: bool = False,
+        **params: Any,
+    ) -> AsyncGenerator[BatchResult, None]:
+        """``complete`` for each prompt, at most ``concurrency`` in flight; ``async for`` the results."""
+        from . import _batch
+
+        return _batch.acomplete_many(
+            self,
+            model,
+            prompts,
+            concurrency=concurrency,
+            ordered=ordered,
+            return_exceptions=return_exceptions,
+            **params,
+        )
 
     async def _complete(self, request: httpx.Request) -> Completion:
         return self._wire.completion(await self._send(request))

@@ -42,8 +42,10 @@ def connection_error(exc: httpx.TransportError) -> APIConnectionError:
     # httpx-aiohttp reports every aiohttp connection error (reset, refused, ...) as ConnectTimeout.
     cause = exc.__cause__
     from_aiohttp = type(cause).__module__.startswith("aiohttp") and not isinstance(cause, TimeoutError)
-    cls = APITimeoutError if isinstance(exc, httpx.TimeoutException) and not from_aiohttp else APIConnectionError
-    error = cls(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, request=exc.request)
+    timed_out = isinstance(exc, httpx.TimeoutException) and not from_aiohttp
+    error = (APITimeoutError if timed_out else APIConnectionError)(
+        f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, request=exc.request
+    )
     error.__cause__ = exc
     return error
 

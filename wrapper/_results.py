@@ -23,11 +23,12 @@ class TokenLogprob:
 
 
 @attrs.frozen
-class Completion:
-    """A finished completion; ``raw`` is the generated model parsed from the response.
+class _Result:
+    """The fields shared by ``Completion`` and ``CompletionChunk``.
 
     Token counts and ``logprobs`` are None where the API does not report them (Gradient never does;
-    Scale reports logprobs only when asked with ``logprobs=True``).
+    Scale reports logprobs only when asked with ``logprobs=True``). ``raw`` is the generated model
+    parsed from the response (or stream event).
     """
 
     text: str
@@ -39,15 +40,13 @@ class Completion:
 
 
 @attrs.frozen
-class CompletionChunk:
-    """A piece of a streamed completion: ``text`` is the delta; the last carries finish reason and counts."""
+class Completion(_Result):
+    """A finished completion: the generated ``text`` and what the API said about it."""
 
-    text: str
-    finish_reason: str | None
-    prompt_tokens: int | None
-    response_tokens: int | None
-    logprobs: tuple[TokenLogprob, ...] | None
-    raw: CompletionResponse | CompleteModelSuccess = attrs.field(eq=False, repr=False)
+
+@attrs.frozen
+class CompletionChunk(_Result):
+    """A piece of a streamed completion: ``text`` is the delta; the last carries finish reason and counts."""
 
 
 def whole(completion: Completion) -> CompletionChunk:

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Generator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Generator, Sequence
 from typing import TYPE_CHECKING, TypedDict, Unpack
 
 import httpx
@@ -29,9 +29,6 @@ from ._base import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterable
-
-    from ._batch import BatchResult
     from ._gradient_wire import GradientWire
     from ._results import Completion, CompletionChunk
 
@@ -108,29 +105,6 @@ class Gradient(SyncClient):
         """
         return self._one_chunk(self._request(self._wire.request(model, prompt, params)))
 
-    def complete_many(
-        self,
-        model: str,
-        prompts: Iterable[str],
-        *,
-        concurrency: int = 16,
-        ordered: bool = False,
-        return_exceptions: bool = False,
-        **params: Unpack[GradientParams],
-    ) -> Generator[BatchResult, None, None]:
-        """Complete many prompts with bounded concurrency: see ``wrapper._batch.complete_many``."""
-        from . import _batch
-
-        return _batch.complete_many(
-            self,
-            model,
-            prompts,
-            concurrency=concurrency,
-            ordered=ordered,
-            return_exceptions=return_exceptions,
-            **params,
-        )
-
 
 class AsyncGradient(AsyncClient):
     """The async ``Gradient``: the same methods, awaited; ``stream``, ``complete_many`` are async iterators.
@@ -163,29 +137,6 @@ class AsyncGradient(AsyncClient):
     ) -> AsyncGenerator[CompletionChunk, None]:
         """Gradient's API does not stream: this yields the whole output as one chunk once it is complete."""
         return self._one_chunk(self._request(self._wire.request(model, prompt, params)))
-
-    def complete_many(
-        self,
-        model: str,
-        prompts: Iterable[str] | AsyncIterable[str],
-        *,
-        concurrency: int = 16,
-        ordered: bool = False,
-        return_exceptions: bool = False,
-        **params: Unpack[GradientParams],
-    ) -> AsyncGenerator[BatchResult, None]:
-        """Complete many prompts with bounded concurrency: see ``wrapper._batch.acomplete_many``."""
-        from . import _batch
-
-        return _batch.acomplete_many(
-            self,
-            model,
-            prompts,
-            concurrency=concurrency,
-            ordered=ordered,
-            return_exceptions=return_exceptions,
-            **params,
-        )
 
 
 _default = DefaultClient(Gradient)

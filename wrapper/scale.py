@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Generator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal, TypedDict, Unpack
 
 import httpx
@@ -30,9 +30,6 @@ from ._base import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterable
-
-    from ._batch import BatchResult
     from ._results import Completion, CompletionChunk
     from ._scale_wire import ScaleWire
 
@@ -116,29 +113,6 @@ class Scale(SyncClient):
         request = self._request(self._wire.request(model, prompt, params, stream=True), stream=True)
         return self._sse(request, self._wire.chunk)
 
-    def complete_many(
-        self,
-        model: str,
-        prompts: Iterable[str],
-        *,
-        concurrency: int = 16,
-        ordered: bool = False,
-        return_exceptions: bool = False,
-        **params: Unpack[ScaleParams],
-    ) -> Generator[BatchResult, None, None]:
-        """Complete many prompts with bounded concurrency: see ``wrapper._batch.complete_many``."""
-        from . import _batch
-
-        return _batch.complete_many(
-            self,
-            model,
-            prompts,
-            concurrency=concurrency,
-            ordered=ordered,
-            return_exceptions=return_exceptions,
-            **params,
-        )
-
 
 class AsyncScale(AsyncClient):
     """The async ``Scale``: the same methods, awaited; ``stream`` and ``complete_many`` are async iterators.
@@ -176,29 +150,6 @@ class AsyncScale(AsyncClient):
         """
         request = self._request(self._wire.request(model, prompt, params, stream=True), stream=True)
         return self._sse(request, self._wire.chunk)
-
-    def complete_many(
-        self,
-        model: str,
-        prompts: Iterable[str] | AsyncIterable[str],
-        *,
-        concurrency: int = 16,
-        ordered: bool = False,
-        return_exceptions: bool = False,
-        **params: Unpack[ScaleParams],
-    ) -> AsyncGenerator[BatchResult, None]:
-        """Complete many prompts with bounded concurrency: see ``wrapper._batch.acomplete_many``."""
-        from . import _batch
-
-        return _batch.acomplete_many(
-            self,
-            model,
-            prompts,
-            concurrency=concurrency,
-            ordered=ordered,
-            return_exceptions=return_exceptions,
-            **params,
-        )
 
 
 _default = DefaultClient(Scale)
