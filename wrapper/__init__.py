@@ -10,12 +10,18 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ._batch import BatchResult
     from ._results import Completion, CompletionChunk, TokenLogprob
 
-__all__ = ["Completion", "CompletionChunk", "TokenLogprob"]
+__all__ = ["BatchResult", "Completion", "CompletionChunk", "TokenLogprob"]
 
 # Public name -> the private module that defines it, imported on first access.
-_LAZY = {"Completion": "._results", "CompletionChunk": "._results", "TokenLogprob": "._results"}
+_LAZY = {
+    "BatchResult": "._batch",
+    "Completion": "._results",
+    "CompletionChunk": "._results",
+    "TokenLogprob": "._results",
+}
 
 
 def __getattr__(name: str) -> Any:
