@@ -122,21 +122,22 @@ class LanguageModel:
 
     def __init__(self, paragraphs: Sequence[str], order: int = 3) -> None:
         self.order = order
-        self._counts: dict[tuple[str, ...], Counter[str]] = defaultdict(Counter)
+        counts: defaultdict[tuple[str, ...], Counter[str]] = defaultdict(Counter)
         for paragraph in paragraphs:
             tokens = [*tokenize(paragraph), EOS]
             keys = [EOS, EOS] + [_key(t) for t in tokens]
             for i, token in enumerate(tokens):
-                self._counts[()][token] += 1
-                self._counts[(keys[i + 1],)][token] += 1
-                self._counts[(keys[i], keys[i + 1])][token] += 1
-        del self._counts[()][EOS]  # a context nobody knows should not end the text at once
+                counts[()][token] += 1
+                counts[(keys[i + 1],)][token] += 1
+                counts[(keys[i], keys[i + 1])][token] += 1
+        del counts[()][EOS]  # a context nobody knows should not end the text at once
+        self._counts = dict(counts)  # a plain dict: looking a context up must not add it
         unigram = self._counts[()]
         self._unigram_total = sum(unigram.values())
         self._unigram_keys: Counter[str] = Counter()
         for token, n in unigram.items():
             self._unigram_keys[_key(token)] += n
-        self.distribution = lru_cache(maxsize=65536)(self._distribution)
+        self.distribution = lru_cache(maxsize=None)(self._distribution)  # one per context of the corpus
         self._nucleus = lru_cache(maxsize=65536)(self._nucleus_uncached)
 
     @classmethod
@@ -146,20 +147,18 @@ class LanguageModel:
         return cls([p.strip() for p in text.split("\n\n") if p.strip()], order)
 
     def context(self, tokens: Sequence[str]) -> tuple[str, ...]:
-        """The lookup key for what follows ``tokens`` (the last ``order - 1`` lower-cased words)."""
+        """The key for what follows ``tokens``: the longest suffix of their last ``order - 1`` lower-cased
+        words that the corpus has seen followed by something (stupid backoff), down to ``()``, the unigram.
+        """
         keys = tuple(_key(t) for t in tokens[-(self.order - 1) :])
-        return (EOS,) * (self.order - 1 - len(keys)) + keys
+        keys = (EOS,) * (self.order - 1 - len(keys)) + keys
+        return next((keys[n:] for n in range(len(keys)) if keys[n:] in self._counts), ())
 
     def _distribution(self, context: tuple[str, ...]) -> Distribution:
-        for n in range(len(context), -1, -1):
-            counts = self._counts.get(context[len(context) - n :])
-            if counts:
-                total = sum(counts.values())
-                ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-                return Distribution(
-                    tuple(t for t, _ in ranked), tuple(math.log(c / total) for _, c in ranked)
-                )
-        raise AssertionError("the unigram distribution is never empty")
+        counts = self._counts[context]
+        total = sum(counts.values())
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        return Distribution(tuple(t for t, _ in ranked), tuple(math.log(c / total) for _, c in ranked))
 
     def _nucleus_uncached(
         self, context: tuple[str, ...], temperature: float, top_k: int, top_p: float
