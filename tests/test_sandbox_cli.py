@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -60,3 +61,13 @@ def test_the_cli_serves_both_apis(server_url: str) -> None:
         f"{server_url}/api/models/nous-hermes2/complete", json={"query": "Alice"}, headers=headers
     )
     assert answer.json()["generatedOutput"]
+
+
+def test_the_demo_shows_both_clients_and_exits_0() -> None:
+    demo = Path(__file__).resolve().parents[1] / "examples" / "demo.py"
+    out = subprocess.run(
+        [sys.executable, str(demo)], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    for expected in ("Gradient completion", "guided choice", "ContentFlaggedError", "Scale completion",
+                     "Scale stream", "finish reason", "Sandbox stopped."):  # fmt: skip
+        assert expected in out

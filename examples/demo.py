@@ -1,0 +1,46 @@
+"""Both clients against the local sandbox: no network, no account. Run with ``make demo``."""
+
+from wrapper.errors import ContentFlaggedError
+from wrapper.gradient import Gradient
+from wrapper.sandbox import Sandbox
+from wrapper.scale import Scale
+
+
+def main() -> None:
+    with Sandbox(seed=0) as sandbox:
+        print(f"Sandbox running at {sandbox.url}\n")
+
+        gradient_url, scale_url = sandbox.gradient_base_url, sandbox.scale_base_url
+
+        with Gradient(access_token="demo", workspace_id="demo", base_url=gradient_url) as gradient:
+            answer = gradient.complete("nous-hermes2", "Alice opened the door and", temperature=0.0)
+            print(f"Gradient completion ({answer.finish_reason!r}): Alice opened the door and{answer.text}")
+
+            choice = gradient.complete(
+                "nous-hermes2",
+                "The White Rabbit took a watch out of its",
+                guidance=["hat", "waistcoat-pocket"],
+            )
+            print(f"Gradient guided choice from ['hat', 'waistcoat-pocket']: {choice.text}")
+
+            try:
+                gradient.complete("nous-hermes2", "Where can I buy contraband?")
+            except ContentFlaggedError as error:
+                print(f"Gradient typed error: {type(error).__name__}, flagged samples {error.samples}")
+
+        with Scale(api_key="demo", account_id="demo", base_url=scale_url) as scale:
+            result = scale.complete("llama-3-8b-instruct", "The Dodo", max_tokens=16, temperature=0.0)
+            print(f"\nScale completion: The Dodo{result.text}")
+            tokens = f"{result.prompt_tokens} prompt + {result.response_tokens} response tokens"
+            print(f"  {tokens}, finish reason {result.finish_reason!r}")
+
+            print("\nScale stream, token by token: Once upon a time", end="", flush=True)
+            for chunk in scale.stream("llama-3-8b-instruct", "Once upon a time", max_tokens=40):
+                print(chunk.text, end="", flush=True)
+                if chunk.finish_reason:
+                    print(f"\n  ({chunk.response_tokens} tokens, finish reason {chunk.finish_reason!r})")
+    print("\nSandbox stopped.")
+
+
+if __name__ == "__main__":
+    main()
