@@ -1,0 +1,55 @@
+"""``make bench`` still runs: every row at tiny sizes (``--quick``), with numbers; timings are not judged."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+EXPECTED = {
+    # row name prefix -> (baseline, target)
+    "sync Scale.complete": ("httpx.Client", 1.1),
+    "sync Gradient.complete": ("httpx.Client", 1.1),
+    "async AsyncScale.complete": ("aiohttp", 1.5),
+    "stream Scale.stream": ("httpx + httpx-sse", 1.2),
+    "import wrapper.scale": ("import httpx", 1.3),
+    "import wrapper.gradient": ("import httpx", 1.3),
+    "batch complete_many": ("20 prompts", 10.0),
+}
+
+
+def _positive(figure: dict[str, float]) -> bool:
+    return all(math.isfinite(figure[key]) and figure[key] > 0 for key in ("median", "min", "max"))
+
+
+def test_quick_bench_prints_and_writes_every_row(tmp_path: Path) -> None:
+    results = tmp_path / "bench.json"
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "bench" / "run.py"), "--quick", "--json", str(results)],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+
+    rows = json.loads(results.read_text())["rows"]
+    judged = {
+        (prefix, row["baseline_name"], row["target"])
+        for row in rows
+        for prefix in EXPECTED
+        if row["row"].startswith(prefix) and row["target"] is not None
+    }
+    assert judged == {(prefix, *expected) for prefix, expected in EXPECTED.items()}
+    assert any(row["baseline_name"] == "httpx.AsyncClient" and row["target"] is None for row in rows)
+    for row in rows:
+        assert _positive(row["wrapper"]), row
+        assert _positive(row["baseline"]), row
+        assert math.isfinite(row["value"]), row
+        assert row["met"] in (True, False, None)
+        assert f"| {row['row']} |" in run.stdout
+    assert "| row | unit | wrapper | baseline | ratio | target | met |" in run.stdout
