@@ -254,3 +254,12 @@ async def test_module_level_stream(
         assert "".join(c.text for c in wrapper.scale.stream("m", "p")) == "Hello!"
     finally:
         wrapper.scale._default.close()
+
+
+async def test_a_wrong_content_type_whose_body_breaks(make_client: Any, mode: str) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = EventStream(['{"completions": '], fail=httpx.RemoteProtocolError("peer closed connection"))
+        return httpx.Response(200, headers={"content-type": "application/json"}, stream=body)
+
+    with pytest.raises(APIConnectionError):
+        await collect(make_client("scale", mode, handler, max_retries=0).stream("m", "p"))

@@ -84,6 +84,11 @@ class Wire(Protocol):
 ChunkReader = Callable[["ServerSentEvent", httpx.Response], "CompletionChunk | None"]
 
 
+def _is_event_stream(response: httpx.Response) -> bool:
+    content_type: str = response.headers.get("content-type", "")
+    return content_type.partition(";")[0].strip() == "text/event-stream"
+
+
 def _checked_retries(max_retries: int) -> int:
     if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
         raise ValueError(f"max_retries must be an integer >= 0; got {max_retries!r}")
@@ -278,17 +283,17 @@ class SyncClient(_ClientCore):
 
     def _sse(self, request: httpx.Request, read: ChunkReader) -> Generator[CompletionChunk, None, None]:
         """The chunks of a server-sent-event stream; closing the generator closes the connection."""
-        from httpx_sse import EventSource, SSEError
+        from httpx_sse import EventSource
 
         response = self._send(request, stream=True)
         try:
+            if not _is_event_stream(response):
+                response.read()
+                raise invalid(response, "is not an event stream")
             for event in EventSource(response).iter_sse():
                 chunk = read(event, response)
                 if chunk is not None:
                     yield chunk
-        except SSEError:
-            response.read()
-            raise invalid(response, "is not an event stream") from None
         except httpx.TransportError as exc:
             raise connection_error(exc) from exc
         finally:
@@ -381,17 +386,17 @@ class AsyncClient(_ClientCore):
 
     async def _sse(self, request: httpx.Request, read: ChunkReader) -> AsyncGenerator[CompletionChunk, None]:
         """The chunks of a server-sent-event stream; ``aclose()`` on the generator closes the connection."""
-        from httpx_sse import EventSource, SSEError
+        from httpx_sse import EventSource
 
         response = await self._send(request, stream=True)
         try:
+            if not _is_event_stream(response):
+                await response.aread()
+                raise invalid(response, "is not an event stream")
             async for event in EventSource(response).aiter_sse():
                 chunk = read(event, response)
                 if chunk is not None:
                     yield chunk
-        except SSEError:
-            await response.aread()
-            raise invalid(response, "is not an event stream") from None
         except httpx.TransportError as exc:
             raise connection_error(exc) from exc
         finally:
