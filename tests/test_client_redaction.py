@@ -103,3 +103,12 @@ async def test_nothing_is_formatted_when_debug_is_off(
         )
     assert result.text == "Paris"
     assert caplog.records == []
+
+
+async def test_a_toy_credential_does_not_garble_messages(make_client: Any) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(404, json={"type": "unknownBaseModel", "message": "Model 'x' does not exist"})
+
+    client = make_client("gradient", "sync", handler, access_token="t", max_retries=0)
+    with pytest.raises(APIError, match="Model 'x' does not exist"):
+        client.complete("x", "q")
