@@ -13,8 +13,18 @@ Text comes from a word-level trigram/bigram model trained at start-up on Alice's
 Wonderland, chapters I-II (``corpus.txt``). Sampling honours temperature (0 is greedy), top-k, top-p,
 max tokens (finish reason ``length``; ``stop`` at the end of a paragraph or a stop sequence), stop
 sequences, guidance (the most likely choice) and Scale's logprobs; ``seed`` makes it reproducible.
-See ``python -m wrapper.sandbox --help`` (or ``HELP``) for the models, the RAG collection, the error
-triggers and fault injection.
+Models: Gradient ``nous-hermes2`` (guidance), ``llama2-7b-chat`` (no guidance) and the adapter
+``alice-adapter_model_adapter``; Scale ``llama-3-8b-instruct`` and ``mistral-7b-instruct``; RAG
+collection ``wonderland``. Error triggers: an unknown model id, guidance on ``llama2-7b-chat``, a
+blocklisted word (``contraband``, ``explosives``, ``malware``), ``__fail__`` in the prompt, a prompt
+over the context, RAG with ``autoTemplate: false`` or no matching document, the credential ``invalid``.
+
+Faults (``Sandbox.inject``, ``POST /_sandbox/faults``, or one request's ``x-sandbox-fault`` header):
+``status=429;retry-after=1``, ``retry-after-ms=250``, ``delay=2``, ``pace=0.1`` (between stream chunks),
+``cut=3`` (abort a stream after 3 chunks; a plain request is reset), ``reset``, ``malformed=json|shape``;
+selected by ``count=N`` (default 1), ``rate=0.2`` (seeded), ``api=gradient|scale``, ``model=ID``.
+``Sandbox.stats()`` (or ``GET /_sandbox/stats``) counts requests and the most in flight at once.
+The details, with each Gradient error's status: ``python -m wrapper.sandbox --help`` (``HELP``).
 """
 
 from __future__ import annotations

@@ -142,6 +142,9 @@ class SandboxApp:
             await send(message)
 
         try:
+            # Yield once, as a server awaiting its model would: requests that arrived together are then
+            # all in flight together, instead of each being answered before the next one starts.
+            await asyncio.sleep(0)
             await self._app(scope, receive, counted_send)
         finally:
             if not done:
