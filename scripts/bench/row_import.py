@@ -1,12 +1,15 @@
 """Import cost: ``python -c "import wrapper.scale"`` (and ``.gradient``) vs ``python -c "import httpx"``.
 
 The figure is the child process's CPU time (user + system, from ``RUSAGE_CHILDREN`` deltas),
-interpreter start-up included for all alike. The note lists any heavy module an import pulled in
-that should load only when first used.
+interpreter start-up included for all alike. Bytecode caches are written by a first, unmeasured
+run (``PYTHONDONTWRITEBYTECODE`` is dropped for the children), as pip writes them for an installed
+package; otherwise the wrapper, imported from the source tree, would be compiled on every run.
+The note lists any heavy module an import pulled in that should load only when first used.
 """
 
 from __future__ import annotations
 
+import os
 import resource
 import subprocess
 import sys
@@ -18,13 +21,14 @@ from _stats import Row, Sizes, interleaved
 __all__ = ["import_rows"]
 
 ROOT = Path(__file__).resolve().parents[2]
+_ENV = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
 HEAVY = ("aiohttp", "httpx_aiohttp", "starlette", "uvicorn", "tqdm", "yaml", "wrapper.sandbox")
 
 
 def _child_cpu_ms(code: str) -> Callable[[], float]:
     def run() -> float:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+        subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env=_ENV)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         return (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1e3
 
@@ -34,8 +38,10 @@ def _child_cpu_ms(code: str) -> Callable[[], float]:
 def _heavy_modules(module: str) -> list[str]:
     """The heavy modules ``import module`` loads."""
     code = f"import sys, {module}; print(*[name for name in {HEAVY!r} if name in sys.modules])"
-    out = subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, capture_output=True, text=True)
-    return out.stdout.split()
+    run = subprocess.run(
+        [sys.executable, "-c", code], check=True, cwd=ROOT, env=_ENV, capture_output=True, text=True
+    )
+    return run.stdout.split()
 
 
 def import_rows(sizes: Sizes) -> list[Row]:

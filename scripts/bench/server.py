@@ -23,10 +23,12 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["SCALE_STREAM_TEXT", "Server", "serve"]
+from _apis import PROMPT
+
+__all__ = ["Server", "serve", "split_cpus"]
 
 OUTPUT = "The capital of France is Paris, a city on the Seine known for its museums and cafes."
-SCALE_STREAM_TEXT = "tok "
+STREAM_TEXT = "tok "
 _CONTENT_LENGTH = re.compile(rb"\r\ncontent-length:[ \t]*(\d+)", re.IGNORECASE)
 _STREAM_FLAG = re.compile(rb'"stream"\s*:\s*true')
 
@@ -38,10 +40,10 @@ def _response(body: bytes, content_type: bytes = b"application/json") -> bytes:
 
 def _event_stream(chunks: int) -> bytes:
     """``chunks`` SSE events, each in its own HTTP chunk, as one pre-encoded chunked response."""
-    middle = json.dumps({"completions": [[SCALE_STREAM_TEXT, []]]}, separators=(",", ":"))
+    middle = json.dumps({"completions": [[PROMPT, [STREAM_TEXT]]]}, separators=(",", ":"))
     last = json.dumps(
         {
-            "completions": [[SCALE_STREAM_TEXT, []]],
+            "completions": [[PROMPT, [STREAM_TEXT]]],
             "finish_reason": "length",
             "prompt_tokens": 7,
             "response_tokens": chunks,
@@ -63,7 +65,7 @@ class _Answers:
         self.scale = _response(
             json.dumps(
                 {
-                    "completions": [[OUTPUT, []]],
+                    "completions": [[PROMPT, [OUTPUT]]],
                     "finish_reason": "stop",
                     "prompt_tokens": 7,
                     "response_tokens": 19,
