@@ -59,8 +59,11 @@ def text(*, min_length: int = 0, max_length: int | None = None) -> Rule:
         if not isinstance(value, str):
             raise ValueError(f"{name} must be a string; got {_shown(value)}")
         if len(value) < min_length or (max_length is not None and len(value) > max_length):
-            most = f" and at most {max_length}" if max_length is not None else ""
-            raise ValueError(f"{name} must have at least {min_length}{most} characters; got {_shown(value)}")
+            if max_length is not None:
+                rule = f"be {min_length} to {max_length} characters long"
+            else:
+                rule = "not be empty" if min_length == 1 else f"be at least {min_length} characters long"
+            raise ValueError(f"{name} must {rule}; got {_shown(value)}")
         return value
 
     return check
