@@ -96,16 +96,21 @@ def test_a_malformed_body_is_a_response_validation_error(
         list(scale.stream(MODEL, "Alice"))
 
 
-def test_a_rate_hits_about_that_share_of_requests(sandbox: Sandbox, scale: Scale) -> None:
+def test_rates_hit_about_their_share_of_requests_each_drawn_on_its_own(
+    sandbox: Sandbox, scale: Scale
+) -> None:
     sandbox.inject(status=503, rate=0.25)
-    outcomes = []
-    for _ in range(80):
+    sandbox.inject(status=429, rate=1 / 3)  # a third of the requests the first rule spares: a quarter
+    outcomes: list[int] = []
+    for _ in range(120):
         try:
             scale.complete(MODEL, "Alice", max_tokens=1)
-            outcomes.append(True)
-        except errors.InternalServerError:
-            outcomes.append(False)
-    assert 8 <= outcomes.count(False) <= 32
+            outcomes.append(200)
+        except errors.APIStatusError as error:
+            outcomes.append(error.status_code)
+    for status in (200, 503, 429):
+        assert outcomes.count(status) >= 15, outcomes
+    assert 30 <= outcomes.count(200) <= 90
 
 
 def test_faults_from_a_header_and_over_http(sandbox: Sandbox) -> None:

@@ -107,7 +107,11 @@ def parse_rule(spec: str) -> Rule:
 
 
 class FaultPlan:
-    """The queued rules; ``take`` picks the fault (if any) for one request. Safe to use from any thread."""
+    """The queued rules; ``take`` picks the fault (if any) for one request. Safe to use from any thread.
+
+    Rules are tried in order: the first that matches the request's api and model and, with a ``rate``,
+    wins its draw, applies. So rules with rates are drawn independently of each other.
+    """
 
     def __init__(self, seed: int | None) -> None:
         self._rules: list[Rule] = []
@@ -138,7 +142,7 @@ class FaultPlan:
                 if (rule.api or api) != api or (rule.model or model) != model:
                     continue
                 if rule.rate < 1.0 and self._rng.random() >= rule.rate:
-                    return None
+                    continue  # this rule spared the request: the next one may still hit it
                 if rule.count is not None:
                     rule.count -= 1
                     if rule.count <= 0:
