@@ -1,0 +1,39 @@
+"""What the client contract says each answer must become: the error class per status and per Gradient type."""
+
+from __future__ import annotations
+
+from wrapper import errors
+
+GRADIENT_TYPES: dict[str, type[errors.GradientError]] = {
+    "flaggedContent": errors.ContentFlaggedError,
+    "bodyParsingError": errors.BodyParsingError,
+    "queryOrPathParsingError": errors.QueryOrPathParsingError,
+    "failed": errors.GenerationFailedError,
+    "modelDoesNotSupportGuidance": errors.GuidanceNotSupportedError,
+    "noRagDocumentsFound": errors.NoRagDocumentsFoundError,
+    "ragRequiresAutoTemplating": errors.RagRequiresAutoTemplatingError,
+    "unknownRagCollection": errors.UnknownRagCollectionError,
+    "unknownBaseModel": errors.UnknownBaseModelError,
+    "unknownModelAdapter": errors.UnknownModelAdapterError,
+    "unprocessableContent": errors.UnprocessableContentError,
+}
+"""Gradient's typed 4XX bodies, by ``type``."""
+
+STATUSES: dict[int, type[errors.APIStatusError]] = {
+    400: errors.BadRequestError,
+    401: errors.AuthenticationError,
+    403: errors.PermissionDeniedError,
+    404: errors.NotFoundError,
+    408: errors.APIStatusError,
+    409: errors.ConflictError,
+    413: errors.APIStatusError,
+    422: errors.UnprocessableEntityError,
+    429: errors.RateLimitError,
+    451: errors.APIStatusError,
+    500: errors.InternalServerError,
+    502: errors.InternalServerError,
+    503: errors.InternalServerError,
+    504: errors.InternalServerError,
+    599: errors.InternalServerError,
+}
+"""The class an error status maps to when its body is not one of Gradient's typed ones."""

@@ -1,0 +1,45 @@
+"""Fixtures of the adversarial suite: the Prism mock servers, a running sandbox, the test credentials."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from wrapper.sandbox import Sandbox
+
+from ._servers import prism
+
+SCALE_KEY = "sgp-secret-key-5f1d0c9e7a"
+GRADIENT_TOKEN = "gradient-secret-token-0b8e44a2"
+ACCOUNT_ID = "acct-adversarial"
+WORKSPACE_ID = "ws-adversarial"
+
+
+@pytest.fixture(scope="session")
+def prism_scale() -> Iterator[str]:
+    """The base URL of ``prism mock specs/scale.yaml``."""
+    with prism("scale.yaml") as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def prism_gradient() -> Iterator[str]:
+    """The base URL of ``prism mock specs/gradient.json`` (its paths have no ``/api`` prefix)."""
+    with prism("gradient.json") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    """A sandbox shared by a module's tests; faults and stats are reset before each test that asks for it."""
+    with Sandbox(seed=0) as sb:
+        yield sb
+
+
+@pytest.fixture
+def sb(sandbox: Sandbox) -> Sandbox:
+    """The module's sandbox with no queued faults and fresh stats."""
+    sandbox.clear_faults()
+    sandbox.reset_stats()
+    return sandbox

@@ -1,0 +1,133 @@
+"""Chaos: 2,000 prompts through ``complete_many`` while the sandbox breaks about one request in five.
+
+The sandbox draws, for each request, each of four faults with probability ``RATE``: a 429 with a short
+``Retry-After``, a 503, a connection reset, and a delay past the client's timeout. Every prompt must
+end with exactly one result or one typed error, no prompt may be tried more than ``max_retries + 1``
+times (counted on the wire and by the sandbox), and nothing may hang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from httpx_aiohttp import AiohttpTransport
+
+from wrapper import BatchResult, _retry
+from wrapper.errors import APIError
+from wrapper.gradient import AsyncGradient
+from wrapper.sandbox import Sandbox
+from wrapper.scale import Scale
+
+from ._tap import Exchange, Tap
+from .conftest import ACCOUNT_ID, GRADIENT_TOKEN, SCALE_KEY, WORKSPACE_ID
+
+PROMPTS = 2_000
+RATE = 0.055
+"""Per fault; four faults drawn independently hit 1 - (1 - RATE)**4, about 20%, of requests."""
+FAULTS = [
+    {"status": 429, "retry_after": 0.01},
+    {"status": 503},
+    {"reset": True},
+    {"delay": 0.6},
+]
+TIMEOUT = 0.25
+MAX_RETRIES = 3
+
+
+@pytest.fixture
+def fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Backoff from 10 ms instead of 500 ms: the run tests outcomes and budgets, not the waits."""
+    monkeypatch.setattr(_retry, "INITIAL_DELAY", 0.01)
+
+
+def _inject(sb: Sandbox, api: str) -> None:
+    for fault in FAULTS:
+        sb.inject(**fault, rate=RATE, api=api)
+
+
+def _prompts() -> Iterator[str]:
+    return (f"Alice number {i} went down the rabbit hole" for i in range(PROMPTS))
+
+
+def _kind(exchange: Exchange) -> str:
+    if exchange.status is not None:
+        return str(exchange.status)
+    return type(exchange.error).__name__
+
+
+def _check(results: list[BatchResult], tap: Tap, field: str, sb: Sandbox) -> Counter[str]:
+    """The invariants of a chaos run; returns how the attempts went (status or exception name -> count)."""
+    assert sorted(r.index for r in results) == list(range(PROMPTS)), "each prompt exactly once"
+    attempts = Counter(json.loads(e.request.content)[field] for e in tap.exchanges)
+    prompts = list(_prompts())
+    for result in results:
+        tries = attempts[prompts[result.index]]
+        assert (result.completion is None) != (result.error is None)
+        assert 1 <= tries <= MAX_RETRIES + 1
+        if result.error is not None:
+            assert isinstance(result.error, APIError)
+            assert _retry.is_retryable(result.error), result.error  # every injected fault is retryable
+            assert tries == MAX_RETRIES + 1, "a retryable error is final only once the budget is spent"
+    # Every attempt the sandbox saw was sent; a few sent on a keep-alive connection the sandbox had just
+    # reset never reach it.
+    assert PROMPTS <= sb.stats().requests <= len(tap.exchanges)
+    kinds = Counter(_kind(e) for e in tap.exchanges)
+    faults = len(tap.exchanges) - kinds["200"]
+    assert 0.15 <= faults / len(tap.exchanges) <= 0.25, kinds
+    assert {"429", "503", "ReadTimeout"} <= set(kinds), kinds
+    print(f"chaos: {len(tap.exchanges)} attempts, {faults} faults {dict(kinds)}")
+    return kinds
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.usefixtures("fast_backoff")
+def test_sync_scale_batch_survives_chaos(sb: Sandbox) -> None:
+    _inject(sb, "scale")
+    tap = Tap(httpx.HTTPTransport())
+    with Scale(
+        api_key=SCALE_KEY,
+        account_id=ACCOUNT_ID,
+        base_url=sb.scale_base_url,
+        timeout=TIMEOUT,
+        max_retries=MAX_RETRIES,
+        http_client=httpx.Client(transport=tap),
+    ) as scale:
+        results = list(
+            scale.complete_many(
+                "llama-3-8b-instruct", _prompts(), concurrency=32, return_exceptions=True, max_tokens=4
+            )
+        )
+    kinds = _check(results, tap, "prompt", sb)
+    assert kinds["RemoteProtocolError"] > 0, kinds  # the resets
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.usefixtures("fast_backoff")
+async def test_async_gradient_batch_survives_chaos(sb: Sandbox) -> None:
+    _inject(sb, "gradient")
+    tap = Tap(AiohttpTransport())
+    async with AsyncGradient(
+        access_token=GRADIENT_TOKEN,
+        workspace_id=WORKSPACE_ID,
+        base_url=sb.gradient_base_url,
+        timeout=TIMEOUT,
+        max_retries=MAX_RETRIES,
+        http_client=httpx.AsyncClient(transport=tap),
+    ) as gradient:
+        results = [
+            r
+            async for r in gradient.complete_many(
+                "nous-hermes2",
+                _prompts(),
+                concurrency=32,
+                return_exceptions=True,
+                max_generated_token_count=4,
+            )
+        ]
+    _check(results, tap, "query", sb)
+    assert asyncio.all_tasks() == {asyncio.current_task()}, "no task outlives the batch"

@@ -1,0 +1,274 @@
+"""Contract tests: our clients' requests against Stoplight Prism, which validates them against ``specs/``.
+
+Prism answers every request; when the request breaks the spec it says so in an ``sl-violations``
+header (entries located under ``request``) and answers 4XX. It answers with examples built from the
+spec's schemas, which our clients must parse, and ``Prefer: code=N`` / ``dynamic=true`` make it send
+the error examples and schema-generated variants.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from wrapper import Completion
+from wrapper.errors import (
+    APIResponseValidationError,
+    APIStatusError,
+    ContentFlaggedError,
+    GradientError,
+    UnprocessableEntityError,
+)
+from wrapper.gradient import Gradient
+from wrapper.scale import Scale
+
+from ._expect import GRADIENT_TYPES
+from ._tap import Tap
+from .conftest import ACCOUNT_ID, GRADIENT_TOKEN, SCALE_KEY, WORKSPACE_ID
+
+SCALE_FIELDS: dict[str, list[Any]] = {
+    "model_request_parameters": [{}, {"s": "x", "i": 1, "f": 1.5, "b": True}],
+    "temperature": [0.0, 0.2, 2.0],
+    "stop_sequences": [[], ["\n"], ["a", "b", "c", "d"]],
+    "max_tokens": [1, 2**31],
+    "top_p": [0.0, 1.0],
+    "top_k": [0, 1, 50.5],
+    "frequency_penalty": [-2.0, 2.0],
+    "presence_penalty": [-2.0, 2.0],
+    "logprobs": [True, False],
+    "top_logprobs": [0, 20],
+    "chat_template": ["", "{{ prompt }}"],
+    "chat_template_kwargs": [{}, {"nested": [1, {"x": None}], "flag": True}],
+    "reasoning_effort": ["low", "medium", "high"],
+}
+SCALE_INVALID: list[tuple[str, Any]] = [
+    ("temperature", -0.01),
+    ("temperature", 2.01),
+    ("temperature", float("nan")),
+    ("stop_sequences", ["a", "b", "c", "d", "e"]),
+    ("stop_sequences", "\n"),
+    ("reasoning_effort", "extreme"),
+    ("max_tokens", 1.5),
+    ("logprobs", "yes"),
+]
+GRADIENT_FIELDS: dict[str, list[Any]] = {
+    "max_generated_token_count": [1, 511],
+    "temperature": [0.0, 1.5],
+    "top_k": [0, 1, 100],
+    "top_p": [0.0, 1.0],
+    "auto_template": [True, False],
+    "guidance": [["y"], [f"{i:x<32}" for i in range(10)]],
+    "rag_collection": ["c", "wonderland"],
+}
+GRADIENT_INVALID: list[tuple[str, Any]] = [
+    ("max_generated_token_count", 0),
+    ("max_generated_token_count", 512),
+    ("guidance", []),
+    ("guidance", [str(i) for i in range(11)]),
+    ("guidance", [""]),
+    ("guidance", ["x" * 33]),
+    ("rag_collection", ""),
+    ("top_k", 1.5),
+]
+PROMPTS = ["", "x", "Ünïcödé \U0001f600 \u202e\x00 text", "long " * 2000]
+
+
+def _alone(fields: dict[str, list[Any]]) -> Iterator[Any]:
+    for name, values in fields.items():
+        for value in values:
+            yield pytest.param({name: value}, id=f"{name}={value!r:.30}")
+    yield pytest.param({name: values[0] for name, values in fields.items()}, id="all-first")
+    yield pytest.param({name: values[-1] for name, values in fields.items()}, id="all-last")
+
+
+def request_violations(tap: Tap) -> list[Any]:
+    """Prism's complaints about the requests sent through ``tap`` (empty when all of them met the spec)."""
+    found = []
+    for exchange in tap.exchanges:
+        assert exchange.status is not None, f"no answer to {exchange.request.url}"
+        violations = json.loads(exchange.headers.get("sl-violations", "[]"))
+        found += [v for v in violations if v["location"][0] == "request"]
+    return found
+
+
+def response_violations(tap: Tap) -> list[str]:
+    """The codes of Prism's complaints about its own answers (examples it builds can break the spec)."""
+    return [
+        v["code"]
+        for exchange in tap.exchanges
+        for v in json.loads(exchange.headers.get("sl-violations", "[]"))
+        if v["location"][0] == "response"
+    ]
+
+
+def scale_client(url: str, prefer: str | None = None) -> tuple[Scale, Tap]:
+    tap = Tap(httpx.HTTPTransport(), {"Prefer": prefer} if prefer else None)
+    client = Scale(
+        api_key=SCALE_KEY,
+        account_id=ACCOUNT_ID,
+        base_url=url,
+        max_retries=0,
+        http_client=httpx.Client(transport=tap),
+    )
+    return client, tap
+
+
+def gradient_client(url: str, prefer: str | None = None) -> tuple[Gradient, Tap]:
+    tap = Tap(httpx.HTTPTransport(), {"Prefer": prefer} if prefer else None)
+    client = Gradient(
+        access_token=GRADIENT_TOKEN,
+        workspace_id=WORKSPACE_ID,
+        base_url=url,
+        max_retries=0,
+        http_client=httpx.Client(transport=tap),
+    )
+    return client, tap
+
+
+# -- Scale ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("params", list(_alone(SCALE_FIELDS)))
+def test_scale_requests_meet_the_spec(prism_scale: str, params: dict[str, Any]) -> None:
+    """Prism's static 200 example has ``completions: [[]]``, which the spec forbids (a pair has exactly two
+    items): Prism flags its own answer, and our client refuses it with ``APIResponseValidationError``
+    rather than inventing a completion that the response does not contain."""
+    client, tap = scale_client(prism_scale)
+    with client, pytest.raises(APIResponseValidationError) as caught:
+        client.complete("deployment-1", "What is the capital of France?", **params)
+    assert request_violations(tap) == []
+    assert response_violations(tap) == ["minItems"]
+    assert json.loads(caught.value.text)["completions"] == [[]]
+    sent = json.loads(tap.exchanges[0].request.content)
+    if "model_request_parameters" in params:
+        params["model_request_parameters"] = {"bindings": params["model_request_parameters"]}
+    assert sent == {"prompt": "What is the capital of France?", **params}
+
+
+@pytest.mark.parametrize("prompt", PROMPTS, ids=["empty", "one", "unicode", "long"])
+def test_scale_prompts_and_ids_meet_the_spec(prism_scale: str, prompt: str) -> None:
+    client, tap = scale_client(prism_scale)
+    with client:
+        for deployment in ("d", "with space/and?query#frag", "ünï"):
+            with pytest.raises(APIResponseValidationError):
+                client.complete(deployment, prompt)
+    assert request_violations(tap) == []
+    assert [e.status for e in tap.exchanges] == [200, 200, 200]
+
+
+def test_scale_stream_request_meets_the_spec(prism_scale: str) -> None:
+    """The spec documents no event stream: asked for one (``Accept: text/event-stream``), Prism says 406."""
+    client, tap = scale_client(prism_scale)
+    with client, pytest.raises(APIStatusError) as caught:
+        list(client.stream("deployment-1", "Tell me a story", max_tokens=8, temperature=0.0))
+    assert caught.value.status_code == 406
+    assert request_violations(tap) == []
+    assert json.loads(tap.exchanges[0].request.content)["stream"] is True
+
+
+def test_scale_422_example_maps_to_unprocessable_entity(prism_scale: str) -> None:
+    client, tap = scale_client(prism_scale, prefer="code=422")
+    with client, pytest.raises(UnprocessableEntityError) as caught:
+        client.complete("deployment-1", "hi", max_tokens=4)
+    assert request_violations(tap) == []
+    assert caught.value.status_code == 422
+    assert caught.value.errors == [(("string",), "string", "string")]
+
+
+@pytest.mark.parametrize(("name", "value"), SCALE_INVALID, ids=[f"{n}={v!r:.20}" for n, v in SCALE_INVALID])
+def test_scale_out_of_spec_arguments_never_reach_the_wire(prism_scale: str, name: str, value: Any) -> None:
+    client, tap = scale_client(prism_scale)
+    with client, pytest.raises(ValueError, match=name):
+        client.complete("deployment-1", "hi", **{name: value})
+    assert tap.exchanges == []
+
+
+# -- Gradient ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("params", list(_alone(GRADIENT_FIELDS)))
+def test_gradient_requests_meet_the_spec(prism_gradient: str, params: dict[str, Any]) -> None:
+    client, tap = gradient_client(prism_gradient)
+    with client:
+        result = client.complete("model-1", "Is the sky blue?", **params)
+    assert request_violations(tap) == []
+    assert response_violations(tap) == []
+    assert result == Completion("string", "string", None, None, None, result.raw)
+
+
+@pytest.mark.parametrize("query", PROMPTS[1:], ids=["one", "unicode", "long"])
+def test_gradient_queries_and_ids_meet_the_spec(prism_gradient: str, query: str) -> None:
+    client, tap = gradient_client(prism_gradient)
+    with client:
+        for model in ("m", "with space/and?query#frag", "ünï"):
+            assert client.complete(model, query).text == "string"
+    assert request_violations(tap) == []
+
+
+def test_gradient_stream_request_meets_the_spec(prism_gradient: str) -> None:
+    client, tap = gradient_client(prism_gradient)
+    with client:
+        chunks = list(client.stream("model-1", "Is the sky blue?", max_generated_token_count=8))
+    assert request_violations(tap) == []
+    assert "".join(chunk.text for chunk in chunks) == "string"
+    assert chunks[-1].finish_reason == "string"
+
+
+@pytest.mark.parametrize("status", [400, 401, 404, 422, 429])
+def test_gradient_error_example_maps_to_its_class(prism_gradient: str, status: int) -> None:
+    client, tap = gradient_client(prism_gradient, prefer=f"code={status}")
+    with client, pytest.raises(ContentFlaggedError) as caught:
+        client.complete("model-1", "hi")
+    assert request_violations(tap) == []
+    assert (caught.value.status_code, caught.value.samples) == (status, ["string"])
+
+
+def test_gradient_dynamic_error_examples_map_by_type(prism_gradient: str) -> None:
+    """Prism's schema-generated 4XX bodies (random variants, with extra properties) map by their ``type``."""
+    client, tap = gradient_client(prism_gradient, prefer="code=400, dynamic=true")
+    seen = set()
+    with client:
+        for _ in range(30):
+            with pytest.raises(GradientError) as caught:
+                client.complete("model-1", "hi")
+            assert caught.value.type == caught.value.body["type"]
+            assert caught.value.status_code == 400
+            assert type(caught.value) is GRADIENT_TYPES[caught.value.type]
+            seen.add(caught.value.type)
+    assert request_violations(tap) == []
+    assert len(seen) > 1
+
+
+def test_gradient_dynamic_success_examples_parse(prism_gradient: str) -> None:
+    client, tap = gradient_client(prism_gradient, prefer="dynamic=true")
+    with client:
+        for _ in range(10):
+            result = client.complete("model-1", "hi", temperature=0.5)
+            assert result.text == result.raw.generated_output
+    assert request_violations(tap) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "value"), GRADIENT_INVALID, ids=[f"{n}={v!r:.20}" for n, v in GRADIENT_INVALID]
+)
+def test_gradient_out_of_spec_arguments_never_reach_the_wire(
+    prism_gradient: str, name: str, value: Any
+) -> None:
+    client, tap = gradient_client(prism_gradient)
+    with client, pytest.raises(ValueError, match=name):
+        client.complete("model-1", "hi", **{name: value})
+    assert tap.exchanges == []
+
+
+@pytest.mark.parametrize(("model", "query"), [("", "hi"), ("model-1", "")])
+def test_gradient_empty_model_or_query_never_reach_the_wire(
+    prism_gradient: str, model: str, query: str
+) -> None:
+    client, tap = gradient_client(prism_gradient)
+    with client, pytest.raises(ValueError, match="must not be empty"):
+        client.complete(model, query)
+    assert tap.exchanges == []

@@ -1,0 +1,152 @@
+"""Schemathesis against the sandbox: requests generated from ``specs/`` (valid and invalid), answers checked.
+
+The sandbox must never answer 5xx, must reject what the spec forbids and accept what it allows, and
+every answer must conform to the spec. Two things the specs leave out are checked by hand: a Scale
+request with ``"stream": true`` is answered with server-sent events (each event a ``CompletionResponse``;
+seeds/README.md), and schema-valid requests may still be refused for their meaning (Scale: 422 when prompt
+plus ``max_tokens`` exceed the context length, as its description says; Gradient: the 4XX types about
+unknown models, flagged content, guidance or RAG), so Schemathesis' "positive data accepted" check
+is replaced by one that allows exactly those. The sandbox takes any credentials but refuses none
+(Schemathesis' "ignored auth" check expects a made-up token refused), so that check is replaced by
+one that sends none.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import httpx
+import jsonschema
+import pytest
+import schemathesis
+from schemathesis import GenerationMode
+from schemathesis.specs.openapi.checks import ignored_auth, positive_data_acceptance
+
+from wrapper.sandbox import Sandbox
+
+from ._schemas import SPECS, spec
+from .conftest import GRADIENT_TOKEN, SCALE_KEY
+
+MAX_EXAMPLES = 150
+"""Per API operation and generation mode (positive, negative)."""
+SCALE_MODELS = ["llama-3-8b-instruct", "mistral-7b-instruct"]
+GRADIENT_MODELS = ["nous-hermes2", "llama2-7b-chat", "alice-adapter_model_adapter"]
+CONTEXT_ERROR = "exceed the context length"
+
+seen: Counter[tuple[str, str, int]] = Counter()
+"""(api, generation mode, status) of every case, for the summary test at the end."""
+
+
+def _load(name: str) -> schemathesis.BaseSchema:
+    loaded = schemathesis.openapi.from_path(SPECS / name)
+    loaded.config.generation.update(
+        modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE],
+        max_examples=MAX_EXAMPLES,
+        with_security_parameters=False,
+    )
+    return loaded
+
+
+scale_schema = _load("scale.yaml")
+gradient_schema = _load("gradient.json")
+_EVENT = jsonschema.Draft202012Validator(
+    {"$ref": "#/components/schemas/CompletionResponse", "components": spec("scale.yaml")["components"]}
+)
+
+
+def _mode(case: schemathesis.Case) -> str:
+    return case.meta.generation.mode.value if case.meta else "explicit"
+
+
+def _check_stream(response: schemathesis.Response) -> None:
+    """A 200 stream: ``text/event-stream`` whose every data event is a valid ``CompletionResponse``."""
+    assert response.headers["content-type"][0].startswith("text/event-stream")
+    events = [block for block in response.text.split("\n\n") if block.strip()]
+    assert events, "an empty stream"
+    for block in events:
+        fields = dict(line.split(": ", 1) for line in block.splitlines())
+        assert "event" not in fields, block
+        _EVENT.validate(json.loads(fields["data"]))
+
+
+def _rejects_valid_data(api: str, response: schemathesis.Response) -> bool:
+    """True when the sandbox turned a schema-valid request away for breaking the schema.
+
+    Scale may answer 422 only for the context length; Gradient may answer any 4XX whose ``type`` is
+    about meaning (unknown model, flagged content, guidance or RAG problems), never a parsing error.
+    """
+    if response.status_code < 400:
+        return False
+    body = response.json()
+    if api == "scale":
+        detail = body.get("detail") if response.status_code == 422 else None
+        return not (
+            isinstance(detail, list)
+            and len(detail) == 1
+            and detail[0]["loc"] == ["body", "max_tokens"]
+            and CONTEXT_ERROR in detail[0]["msg"]
+        )
+    return body.get("type") in ("bodyParsingError", "queryOrPathParsingError")
+
+
+@scale_schema.parametrize()
+def test_scale(case: schemathesis.Case, sandbox: Sandbox) -> None:
+    case.path_parameters = {"model_deployment_id": SCALE_MODELS[len(seen) % 2]}
+    headers = {"x-api-key": SCALE_KEY}
+    response = case.call(base_url=sandbox.scale_base_url, headers=headers)
+    seen["scale", _mode(case), response.status_code] += 1
+    assert response.status_code < 500, response.text
+    streamed = isinstance(case.body, dict) and case.body.get("stream") is True
+    if _mode(case) == "positive":
+        assert not _rejects_valid_data("scale", response), response.text
+    if streamed and response.status_code == 200:
+        _check_stream(response)
+    else:
+        case.validate_response(
+            response, headers=headers, excluded_checks=[positive_data_acceptance, ignored_auth]
+        )
+
+
+@gradient_schema.parametrize()
+def test_gradient(case: schemathesis.Case, sandbox: Sandbox) -> None:
+    if _mode(case) == "positive":
+        case.path_parameters = {"id": GRADIENT_MODELS[len(seen) % 3]}
+    headers = {"Authorization": f"Bearer {GRADIENT_TOKEN}"}
+    response = case.call(base_url=sandbox.gradient_base_url, headers=headers)
+    seen["gradient", _mode(case), response.status_code] += 1
+    assert response.status_code < 500, response.text
+    if _mode(case) == "positive":
+        assert not _rejects_valid_data("gradient", response), response.text
+    case.validate_response(
+        response, headers=headers, excluded_checks=[positive_data_acceptance, ignored_auth]
+    )
+
+
+def test_every_api_and_mode_was_exercised() -> None:
+    """Runs after the two above (pytest keeps file order): both APIs saw valid and invalid requests."""
+    totals: dict[tuple[str, str], int] = Counter()
+    for (api, mode, _), count in seen.items():
+        totals[api, mode] += count
+    print(f"schemathesis cases: {sum(seen.values())} {dict(sorted(seen.items()))}")
+    for api in ("scale", "gradient"):
+        for mode in ("positive", "negative"):
+            assert totals[api, mode] >= 20, (api, mode, totals)
+
+
+@pytest.mark.parametrize("api", ["scale", "gradient"])
+def test_requests_without_credentials_are_refused(sandbox: Sandbox, api: str) -> None:
+    """The sandbox takes any credentials but insists on some: 401 in each API's error shape."""
+    with httpx.Client() as http:
+        if api == "scale":
+            response = http.post(
+                f"{sandbox.scale_base_url}/v4/models/{SCALE_MODELS[0]}/completions", json={"prompt": "hi"}
+            )
+        else:
+            response = http.post(
+                f"{sandbox.gradient_base_url}/models/{GRADIENT_MODELS[0]}/complete",
+                json={"query": "hi"},
+                headers={"x-gradient-workspace-id": "ws"},
+            )
+    assert response.status_code == 401
+    assert set(response.json()) == ({"detail"} if api == "scale" else {"type", "message"})
