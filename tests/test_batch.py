@@ -1,0 +1,230 @@
+"""complete_many / acomplete_many against the sandbox on a real socket."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from wrapper import BatchResult
+from wrapper.errors import BadRequestError
+from wrapper.gradient import AsyncGradient
+from wrapper.sandbox import Sandbox
+from wrapper.scale import AsyncScale, Scale
+
+SCALE_MODEL = "llama-3-8b-instruct"
+GRADIENT_MODEL = "nous-hermes2"
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    with Sandbox(seed=0) as sb:
+        yield sb
+
+
+@pytest.fixture
+def sb(sandbox: Sandbox) -> Iterator[Sandbox]:
+    sandbox.clear_faults()
+    sandbox.reset_stats()
+    yield sandbox
+    sandbox.clear_faults()
+
+
+@pytest.fixture
+def scale(sb: Sandbox) -> Iterator[Scale]:
+    with Scale(api_key="k", account_id="a", base_url=sb.scale_base_url) as client:
+        yield client
+
+
+def _batch_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("complete_many")]
+
+
+def test_10000_prompts_never_exceed_the_concurrency_and_each_comes_back_once(
+    sb: Sandbox, scale: Scale
+) -> None:
+    prompts = (f"Alice {i}" for i in range(10_000))
+    indices = [r.index for r in scale.complete_many(SCALE_MODEL, prompts, concurrency=32, max_tokens=1)]
+    assert sorted(indices) == list(range(10_000))
+    stats = sb.stats()
+    assert stats.requests == 10_000
+    assert 1 < stats.max_in_flight <= 32
+    assert not _batch_threads()
+
+
+async def test_10000_prompts_async_never_exceed_the_concurrency(sb: Sandbox) -> None:
+    async with AsyncGradient(access_token="t", workspace_id="w", base_url=sb.gradient_base_url) as gradient:
+        results = gradient.complete_many(
+            GRADIENT_MODEL, (f"Alice {i}" for i in range(10_000)), concurrency=32, max_generated_token_count=1
+        )
+        indices = [r.index async for r in results if r.ok]
+    assert sorted(indices) == list(range(10_000))
+    stats = sb.stats()
+    assert stats.requests == 10_000
+    assert 1 < stats.max_in_flight <= 32
+
+
+def test_ordered_results_come_in_input_order(sb: Sandbox, scale: Scale) -> None:
+    sb.inject(delay=0.02, rate=0.2)  # some answers late, so finishing order differs from input order
+    results = list(
+        scale.complete_many(SCALE_MODEL, [f"p{i}" for i in range(200)], concurrency=8, ordered=True)
+    )
+    assert [r.index for r in results] == list(range(200))
+    assert all(r.completion is not None and r.completion.text for r in results)
+    assert sb.stats().max_in_flight <= 8
+
+
+async def test_ordered_results_come_in_input_order_async(sb: Sandbox) -> None:
+    sb.inject(delay=0.02, rate=0.2)
+    async with AsyncScale(api_key="k", account_id="a", base_url=sb.scale_base_url) as scale:
+        indices = [
+            r.index async for r in scale.complete_many(SCALE_MODEL, ["p"] * 200, concurrency=8, ordered=True)
+        ]
+    assert indices == list(range(200))
+
+
+class _Sampler:
+    """Samples the sandbox's request count every few ms, to find the pauses of a batch."""
+
+    def __init__(self, sb: Sandbox) -> None:
+        self._sb = sb
+        self._stop = threading.Event()
+        self.samples: list[tuple[float, int]] = []
+        self._thread = threading.Thread(target=self._run)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.005):
+            self.samples.append((time.monotonic(), self._sb.stats().requests))
+
+    def __enter__(self) -> _Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def longest_pause(self) -> float:
+        """The longest time the request count stood still, while the batch still had work."""
+        longest, since, count = 0.0, self.samples[0][0], self.samples[0][1]
+        for at, requests in self.samples:
+            if requests != count:
+                longest, since, count = max(longest, at - since), at, requests
+        return longest
+
+
+def test_a_429_burst_pauses_the_whole_batch_then_it_recovers(sb: Sandbox, scale: Scale) -> None:
+    sb.inject(status=429, retry_after_ms=300, count=3, api="scale")
+    with _Sampler(sb) as sampler:
+        results = list(scale.complete_many(SCALE_MODEL, ["p"] * 300, concurrency=16, max_tokens=1))
+    assert sorted(r.index for r in results) == list(range(300))
+    assert all(r.ok for r in results)
+    assert sb.stats().requests == 303
+    # One worker's 429 held all sixteen: nothing was sent for the Retry-After (per-request
+    # backoff would have let the other fifteen keep the server busy).
+    assert sampler.longest_pause() >= 0.25
+
+
+async def test_a_429_burst_pauses_the_whole_async_batch(sb: Sandbox) -> None:
+    sb.inject(status=429, retry_after_ms=300, count=3, api="scale")
+    async with AsyncScale(api_key="k", account_id="a", base_url=sb.scale_base_url) as scale:
+        with _Sampler(sb) as sampler:
+            results = [
+                r async for r in scale.complete_many(SCALE_MODEL, ["p"] * 300, concurrency=16, max_tokens=1)
+            ]
+    assert sorted(r.index for r in results if r.ok) == list(range(300))
+    assert sampler.longest_pause() >= 0.25
+
+
+def test_out_of_retries_a_429_is_a_typed_error(sb: Sandbox, sandbox: Sandbox) -> None:
+    sb.inject(status=429, retry_after_ms=10, count=3, api="scale", model="mistral-7b-instruct")
+    with Scale(api_key="k", account_id="a", base_url=sb.scale_base_url, max_retries=1) as scale:
+        results = list(scale.complete_many("mistral-7b-instruct", ["p"], return_exceptions=True))
+    assert [type(r.error).__name__ for r in results] == ["RateLimitError"]
+    assert sb.stats().requests == 2  # the first try and the one retry the client's budget allows
+
+
+def _counted(n: int, pulled: list[int]) -> Iterator[str]:
+    for i in range(n):
+        pulled[0] += 1
+        yield f"p{i}"
+
+
+@pytest.mark.parametrize("ordered", [False, True])
+def test_a_generator_is_not_read_ahead_of_the_window(scale: Scale, ordered: bool) -> None:
+    pulled = [0]
+    received = 0
+    for _ in scale.complete_many(
+        SCALE_MODEL, _counted(300, pulled), concurrency=8, ordered=ordered, max_tokens=1
+    ):
+        received += 1
+        assert pulled[0] - received < 8
+    assert received == 300
+
+
+async def test_an_async_generator_is_not_read_ahead_of_the_window(sb: Sandbox) -> None:
+    pulled = 0
+
+    async def prompts() -> AsyncIterator[str]:
+        nonlocal pulled
+        for i in range(300):
+            pulled += 1
+            yield f"p{i}"
+
+    received = 0
+    async with AsyncScale(api_key="k", account_id="a", base_url=sb.scale_base_url) as scale:
+        async for _ in scale.complete_many(SCALE_MODEL, prompts(), concurrency=8, max_tokens=1):
+            received += 1
+            assert pulled - received < 8
+    assert received == 300
+
+
+def test_return_exceptions_yields_typed_errors(sb: Sandbox, scale: Scale) -> None:
+    sb.inject(status=400, count=3, api="scale")
+    results = list(scale.complete_many(SCALE_MODEL, ["p"] * 50, concurrency=4, return_exceptions=True))
+    failed = [r for r in results if not r.ok]
+    assert len(results) == 50
+    assert len(failed) == 3
+    assert all(isinstance(r.error, BadRequestError) and r.completion is None for r in failed)
+    assert all(r.completion is not None for r in results if r.ok)
+
+
+def test_the_first_failure_raises_and_stops_the_batch(sb: Sandbox, scale: Scale) -> None:
+    sb.inject(status=400, count=1, api="scale")
+    with pytest.raises(BadRequestError):
+        list(scale.complete_many(SCALE_MODEL, ["p"] * 1000, concurrency=4))
+    assert sb.stats().requests < 1000
+    assert not _batch_threads()
+
+
+def test_breaking_out_early_leaks_nothing(sb: Sandbox, scale: Scale) -> None:
+    for result in scale.complete_many(SCALE_MODEL, _counted(10_000, [0]), concurrency=8):
+        assert isinstance(result, BatchResult)
+        break
+    assert not _batch_threads()
+    assert sb.stats().in_flight == 0
+    assert sb.stats().requests <= 9  # the window in flight at the break, and nothing after
+
+
+async def test_closing_an_async_batch_early_cancels_the_requests_in_flight(sb: Sandbox) -> None:
+    sb.inject(delay=5, count=7, api="scale")  # seven of the first eight requests are held 5 s
+    async with AsyncScale(api_key="k", account_id="a", base_url=sb.scale_base_url) as scale:
+        results = scale.complete_many(SCALE_MODEL, ["p"] * 100, concurrency=8)
+        started = time.monotonic()
+        first = await anext(results)
+        await results.aclose()
+        assert time.monotonic() - started < 2
+    assert first.ok
+    assert asyncio.all_tasks() == {asyncio.current_task()}
+    assert sb.stats().requests < 100
+
+
+def test_bad_arguments_fail_before_any_request(sb: Sandbox, scale: Scale) -> None:
+    with pytest.raises(ValueError, match="concurrency"):
+        scale.complete_many(SCALE_MODEL, ["p"], concurrency=0)
+    with pytest.raises(TypeError, match="strings"):
+        list(scale.complete_many(SCALE_MODEL, [b"bytes"]))  # type: ignore[list-item]
+    assert sb.stats().requests == 0

@@ -1,0 +1,237 @@
+"""``python -m wrapper`` against the sandbox: complete, batch (resume after SIGKILL), exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from wrapper._cli import main
+from wrapper.sandbox import Sandbox
+
+MODEL = "llama-3-8b-instruct"
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    with Sandbox(seed=0) as sb:
+        yield sb
+
+
+@pytest.fixture
+def sb(sandbox: Sandbox) -> Iterator[Sandbox]:
+    sandbox.clear_faults()
+    sandbox.reset_stats()
+    yield sandbox
+    sandbox.clear_faults()
+
+
+def _scale_flags(sb: Sandbox) -> list[str]:
+    return ["--base-url", sb.scale_base_url, "--api-key", "sekrit-key", "--account-id", "acct"]
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SGP_", "GRADIENT_"))}
+    return {**env, **extra}
+
+
+def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "wrapper", *args],
+        capture_output=True,
+        text=True,
+        env=env or _env(),
+        timeout=60,
+    )
+
+
+def _write_inputs(path: Path, n: int) -> None:
+    path.write_text(
+        "".join(json.dumps({"prompt": f"Alice number {i}", "max_tokens": 2}) + "\n" for i in range(n))
+    )
+
+
+def _results(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_a_batch_killed_mid_way_resumes_with_nothing_lost_repeated_or_half_written(
+    sb: Sandbox, tmp_path: Path
+) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_inputs(inputs, 300)
+    sb.inject(delay=0.02, rate=1.0, api="scale")  # slow enough to kill it part-way
+    command = [sys.executable, "-m", "wrapper", "batch", "scale", MODEL, str(inputs), "-o", str(output)]
+    with subprocess.Popen([*command, *_scale_flags(sb), "--concurrency", "4"], env=_env()) as first:
+        deadline = time.monotonic() + 30
+        while (not output.exists() or output.read_bytes().count(b"\n") < 40) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        first.send_signal(signal.SIGKILL)
+    assert first.returncode == -signal.SIGKILL
+    before = output.read_bytes()
+    kept = before[: before.rfind(b"\n") + 1]
+    written = kept.count(b"\n")
+    assert 40 <= written < 300
+    with output.open("ab") as f:
+        f.write(b'{"index": 299, "text": "half a li')  # as if a write had been cut short
+    sb.clear_faults()
+
+    second = _run("batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(sb))
+    assert second.returncode == 0, second.stderr
+    after = output.read_bytes()
+    assert after.startswith(kept)  # what the killed run wrote is all still there
+    indices = [r["index"] for r in _results(output)]
+    assert sorted(indices) == list(range(300))  # one line per input, no duplicate
+    assert all("text" in r for r in _results(output))
+    assert f"{300 - written} done, 0 failed, {written} skipped" in second.stderr
+
+
+def test_bad_lines_are_reported_written_and_counted_as_failures(
+    sb: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    lines = [
+        '{"prompt": "Alice", "max_tokens": 3}',
+        "not json",
+        '{"prompt": ""}',
+        '{"text": "no prompt"}',
+        '{"prompt": "x", "temperature": "hot"}',
+        '{"prompt": "x", "bogus": 1}',
+        "",
+        '["a list"]',
+        '{"prompt": "The Rabbit", "max_tokens": 1}',
+    ]
+    inputs.write_text("\n".join(lines) + "\n")
+    code = main(
+        ["batch", "scale", MODEL, str(inputs), "-o", str(output), "--max-tokens", "8", *_scale_flags(sb)]
+    )
+    assert code == 1
+    results = {r["index"]: r for r in _results(output)}
+    assert sorted(results) == [0, 1, 2, 3, 4, 5, 7, 8]  # the blank line is not an input
+    assert [results[0]["response_tokens"], results[8]["response_tokens"]] == [3, 1]  # per-line overrides
+    for index in (1, 2, 3, 4, 5, 7):
+        assert results[index]["error"]["type"] == "InputLineError"  # type: ignore[index]
+    err = capsys.readouterr().err
+    assert f"{inputs}:2: not JSON" in err
+    assert f"{inputs}:6: unexpected keyword argument 'bogus'" in err
+    assert "temperature" in results[4]["error"]["message"]  # type: ignore[index]
+    assert "2 done, 6 failed, 0 skipped" in err
+    assert sb.stats().requests == 2
+
+    code = main(["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(sb)])
+    assert code == 1  # the output still holds failures
+    assert "0 done, 0 failed, 8 skipped (already in" in capsys.readouterr().err
+
+
+def test_api_errors_become_error_lines_and_exit_1(
+    sb: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_inputs(inputs, 5)
+    sb.inject(status=400, count=1, api="scale")
+    assert main(["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(sb)]) == 1
+    errors = [r["error"] for r in _results(output) if "error" in r]
+    assert errors == [{"type": "BadRequestError", "status": 400, "message": errors[0]["message"]}]  # type: ignore[index]
+    assert "4 done, 1 failed" in capsys.readouterr().err
+
+
+def test_a_clean_batch_exits_0_and_a_rerun_skips_everything(sb: Sandbox, tmp_path: Path) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_inputs(inputs, 20)
+    env = _env(SGP_CLIENT_BASE_URL=sb.scale_base_url, SGP_API_KEY="sekrit-key", SGP_ACCOUNT_ID="acct")
+    first = _run("batch", "scale", MODEL, str(inputs), "-o", str(output), env=env)
+    assert first.returncode == 0, first.stderr
+    [summary] = first.stderr.splitlines()  # not a terminal: no progress bar, only the summary
+    assert summary.startswith("20 done, 0 failed, 0 skipped")
+    second = _run("batch", "scale", MODEL, str(inputs), "-o", str(output), "--progress", env=env)
+    assert second.returncode == 0
+    assert "0 done, 0 failed, 20 skipped" in second.stderr
+    assert len(_results(output)) == 20
+    assert sb.stats().requests == 20
+
+
+def test_the_progress_bar_shows_rate_and_eta_when_asked(sb: Sandbox, tmp_path: Path) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_inputs(inputs, 10)
+    run = _run("batch", "scale", MODEL, str(inputs), "-o", str(output), "--progress", *_scale_flags(sb))
+    assert run.returncode == 0
+    assert "10/10" in run.stderr
+    assert "prompt/s" in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["batch", "scale", MODEL, "in.jsonl"], "-o/--output"),
+        (["batch", "openai", MODEL, "in.jsonl", "-o", "out.jsonl"], "invalid choice: 'openai'"),
+        (["complete", "scale", MODEL, "hi", "--concurrency", "3"], "unrecognized arguments: --concurrency"),
+        (["complete", "scale", MODEL, "hi", "--max-tokens", "0"], "must be at least 1"),
+        (["complete", "scale", MODEL, "hi", "--param", "bogus=1"], "unexpected keyword argument 'bogus'"),
+        (["complete", "scale", MODEL, "hi", "--temperature", "9"], "temperature must satisfy"),
+        (["complete", "gradient", "nous-hermes2", "hi", "--stop", "x"], "unrecognized arguments: --stop"),
+        (["complete", "scale", MODEL, "hi", "--base-url", "http://127.0.0.1:9"], "SGP_API_KEY"),
+        ([], "required: COMMAND"),
+    ],
+)
+def test_usage_errors_exit_2(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv("SGP_API_KEY", raising=False)
+        with pytest.raises(SystemExit) as exited:
+            main(args)
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_missing_input_file_is_a_usage_error(sb: Sandbox, tmp_path: Path) -> None:
+    code = main(
+        ["batch", "scale", MODEL, str(tmp_path / "nope.jsonl"), "-o", str(tmp_path / "o"), *_scale_flags(sb)]
+    )
+    assert code == 2
+
+
+def test_complete_stream_prints_the_text_as_it_comes(sb: Sandbox) -> None:
+    flags = [*_scale_flags(sb), "--temperature", "0", "--max-tokens", "12"]
+    streamed = _run("complete", "scale", MODEL, "Alice was", "--stream", *flags)
+    whole = _run("complete", "scale", MODEL, "Alice was", *flags)
+    assert streamed.returncode == whole.returncode == 0, streamed.stderr
+    assert streamed.stdout.strip()
+    assert streamed.stdout == whole.stdout
+
+
+def test_complete_gradient_as_json(sb: Sandbox, capsys: pytest.CaptureFixture[str]) -> None:
+    flags = ["--base-url", sb.gradient_base_url, "--access-token", "t", "--workspace-id", "w"]
+    assert (
+        main(
+            [
+                "complete",
+                "gradient",
+                "nous-hermes2",
+                "Is the sky blue?",
+                "--guidance",
+                "yes",
+                "--guidance",
+                "no",
+                "--json",
+                *flags,
+            ]
+        )
+        == 0
+    )
+    line = json.loads(capsys.readouterr().out)
+    assert line["index"] == 0
+    assert line["text"] in ("yes", "no")
+
+
+def test_an_api_error_exits_1_and_never_shows_the_secret(sb: Sandbox) -> None:
+    sb.inject(status=400, count=1, api="scale")
+    run = _run("complete", "scale", MODEL, "hi", *_scale_flags(sb))
+    assert run.returncode == 1
+    assert "BadRequestError (400)" in run.stderr
+    assert "sekrit" not in run.stderr + run.stdout

@@ -1,0 +1,57 @@
+"""The batch command's resumable output file, on its own."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from pathlib import Path
+
+from wrapper._cli._results import ResultFile
+
+
+def test_resume_drops_a_partial_last_line_and_knows_what_is_done(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    out.write_text(
+        '{"index": 0, "text": "a"}\n'
+        '{"index": 2, "error": {"type": "RateLimitError", "status": 429, "message": "slow down"}}\n'
+        '{"index": 5, "te'
+    )
+    with ResultFile(str(out)) as results:
+        assert [i for i in range(7) if results.done(i)] == [0, 2]
+        assert [i for i in range(7) if results.failed(i)] == [2]
+        results.write({"index": 5, "text": "ok"})
+    lines = out.read_text().splitlines()
+    assert [json.loads(line)["index"] for line in lines] == [0, 2, 5]
+
+
+def test_lines_that_are_not_results_are_ignored_not_fatal(tmp_path: Path, capsys: object) -> None:
+    out = tmp_path / "out.jsonl"
+    out.write_text('garbage\n{"index": -1}\n[1]\n{"index": 3}\n')
+    with ResultFile(str(out)) as results:
+        assert [i for i in range(5) if results.done(i)] == [3]
+
+
+def test_a_new_file_is_created_and_each_result_is_one_complete_line(tmp_path: Path) -> None:
+    out = tmp_path / "new.jsonl"
+    with ResultFile(str(out)) as results:
+        results.write({"index": 1, "text": "é\nnewline inside"})
+        assert results.done(1)
+        assert not results.done(0)
+    assert out.read_bytes().count(b"\n") == 1
+    assert json.loads(out.read_text())["text"] == "é\nnewline inside"
+
+
+def test_the_done_set_of_200000_inputs_stays_small(tmp_path: Path) -> None:
+    out = tmp_path / "big.jsonl"
+    with out.open("w") as f:
+        for index in range(200_000):
+            f.write(f'{{"index": {index}, "text": "x"}}\n')
+    tracemalloc.start()
+    try:
+        with ResultFile(str(out)) as results:
+            assert results.done(199_999)
+            assert not results.done(200_000)
+            _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1_000_000

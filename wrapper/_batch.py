@@ -1,0 +1,350 @@
+"""Many prompts through one client with bounded concurrency: ``complete_many`` and ``acomplete_many``.
+
+Prompts are pulled lazily, never more than ``concurrency`` ahead of the results handed back, so a
+million prompts from a file never sit in memory. Requests go out with the client's own retries off;
+retries happen here instead, so that a 429 pauses the whole batch (every worker waits behind one
+shared gate until the Retry-After has passed) rather than each request backing off on its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncGenerator, AsyncIterable, Callable, Generator, Iterable, Iterator, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+import attrs
+
+from wrapper._retry import is_retryable, retry_delay
+from wrapper.errors import APIError, RateLimitError
+
+if TYPE_CHECKING:
+    from wrapper._results import Completion
+
+__all__ = ["BatchResult", "acomplete_many", "complete_many"]
+
+Job = tuple[int, str, Mapping[str, Any]]
+"""One unit of work: the index results carry, the prompt, the keyword arguments for ``complete``."""
+
+
+@attrs.frozen
+class BatchResult:
+    """One prompt's outcome: its index in the input and either its completion or its typed error."""
+
+    index: int
+    completion: Completion | None = None
+    error: APIError | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the prompt completed."""
+        return self.error is None
+
+
+class SyncCompleter(Protocol):
+    """What ``complete_many`` needs of a client: ``Scale`` and ``Gradient`` are two."""
+
+    @property
+    def max_retries(self) -> int: ...
+
+    def with_options(self, *, max_retries: int) -> SyncCompleter: ...
+
+    @property
+    def complete(self) -> Callable[..., Completion]: ...
+
+
+class AsyncCompleter(Protocol):
+    """What ``acomplete_many`` needs of a client: ``AsyncScale`` and ``AsyncGradient`` are two."""
+
+    @property
+    def max_retries(self) -> int: ...
+
+    def with_options(self, *, max_retries: int) -> AsyncCompleter: ...
+
+    @property
+    def complete(self) -> Callable[..., Any]: ...
+
+
+def complete_many(
+    client: SyncCompleter,
+    model: str,
+    prompts: Iterable[str],
+    *,
+    concurrency: int = 16,
+    ordered: bool = False,
+    return_exceptions: bool = False,
+    **params: Any,
+) -> Generator[BatchResult, None, None]:
+    """Complete every prompt with at most ``concurrency`` requests in flight, yielding results as they finish.
+
+    ``ordered=True`` yields them in input order instead. A failed prompt raises its ``APIError``
+    (after the rest are cancelled) unless ``return_exceptions=True``, which yields it as a result.
+    Breaking out of the loop (or ``close()``) cancels the work still pending.
+    """
+    return complete_jobs(
+        client,
+        model,
+        ((index, prompt, params) for index, prompt in enumerate(prompts)),
+        concurrency=concurrency,
+        ordered=ordered,
+        return_exceptions=return_exceptions,
+    )
+
+
+def acomplete_many(
+    client: AsyncCompleter,
+    model: str,
+    prompts: Iterable[str] | AsyncIterable[str],
+    *,
+    concurrency: int = 16,
+    ordered: bool = False,
+    return_exceptions: bool = False,
+    **params: Any,
+) -> AsyncGenerator[BatchResult, None]:
+    """The async ``complete_many``: prompts from an iterable or an async iterable, results by ``async for``.
+
+    Leaving the loop early and closing the iterator (``aclose()``, or ``contextlib.aclosing``) cancels
+    the requests in flight.
+    """
+    _check_concurrency(concurrency)
+    if isinstance(prompts, AsyncIterable):
+        jobs: Iterator[Job] | AsyncGenerator[Job, None] = _anumbered(prompts, params)
+    else:
+        jobs = ((index, prompt, params) for index, prompt in enumerate(prompts))
+    return _arun(client, model, jobs, concurrency, ordered, return_exceptions)
+
+
+def complete_jobs(
+    client: SyncCompleter,
+    model: str,
+    jobs: Iterable[Job],
+    *,
+    concurrency: int,
+    ordered: bool,
+    return_exceptions: bool,
+) -> Generator[BatchResult, None, None]:
+    """``complete_many`` over explicit jobs, each with its own index and parameters (the CLI's batch)."""
+    _check_concurrency(concurrency)
+    return _run(client, model, jobs, concurrency, ordered, return_exceptions)
+
+
+def _check_concurrency(concurrency: int) -> None:
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be a positive integer, got {concurrency!r}")
+
+
+async def _anumbered(prompts: AsyncIterable[str], params: Mapping[str, Any]) -> AsyncGenerator[Job, None]:
+    index = 0
+    async for prompt in prompts:
+        yield index, prompt, params
+        index += 1
+
+
+def _checked(job: Job) -> Job:
+    if not isinstance(job[1], str):
+        raise TypeError(f"prompts must be strings, got {type(job[1]).__name__} at index {job[0]}")
+    return job
+
+
+def _backoff(exc: APIError, attempt: int, budget: int, pause_all: Callable[[float], None]) -> float:
+    """After failed attempt ``attempt``: re-raise ``exc`` when out of retries, else the seconds to wait.
+
+    A 429 pauses the whole batch through ``pause_all`` (and returns 0); other retryable errors
+    delay only their own request.
+    """
+    if attempt >= budget or not is_retryable(exc):
+        raise exc
+    delay = retry_delay(attempt, getattr(exc, "retry_after", None))
+    if isinstance(exc, RateLimitError):
+        pause_all(delay)
+        return 0.0
+    return delay
+
+
+class _Pending(Protocol):
+    """A request in flight: a ``concurrent.futures.Future`` or an ``asyncio.Task``."""
+
+    def done(self) -> bool: ...
+
+    def result(self) -> Completion: ...
+
+
+F = TypeVar("F", bound=_Pending)
+
+
+class _Window(Generic[F]):
+    """The requests in flight, in start order; hands back the finished ones in the order they are due."""
+
+    def __init__(self, ordered: bool) -> None:
+        self._ordered = ordered
+        self._pending: dict[F, int] = {}  # insertion-ordered: start order
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def __iter__(self) -> Iterator[F]:
+        return iter(self._pending)
+
+    def add(self, future: F, index: int) -> None:
+        self._pending[future] = index
+
+    def awaited(self) -> list[F]:
+        """What to wait for next: the oldest request when ordered, else any of them."""
+        return [next(iter(self._pending))] if self._ordered else list(self._pending)
+
+    def pop_done(self) -> list[tuple[int, F]]:
+        """Remove and return the finished requests that may be handed back now."""
+        done = []
+        for future in list(self._pending):
+            if not future.done():
+                if self._ordered:
+                    break
+                continue
+            done.append((self._pending.pop(future), future))
+        return done
+
+
+def _result(index: int, future: _Pending, keep: bool) -> BatchResult:
+    try:
+        return BatchResult(index, completion=future.result())
+    except APIError as exc:
+        if not keep:
+            raise
+        return BatchResult(index, error=exc)
+
+
+class _Stopped(Exception):
+    """The batch ended while this request was waiting for its turn."""
+
+
+class _Gate:
+    """Holds the workers of a sync batch while a shared pause (after a 429) lasts, and once it has ended."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._until = 0.0
+        self._stopped = False
+
+    def pause(self, seconds: float) -> None:
+        with self._changed:
+            self._until = max(self._until, time.monotonic() + seconds)
+
+    def stop(self) -> None:
+        with self._changed:
+            self._stopped = True
+            self._changed.notify_all()
+
+    def wait(self, seconds: float = 0.0) -> None:
+        """Wait ``seconds`` and for any shared pause; raise ``_Stopped`` once the batch has ended."""
+        deadline = time.monotonic() + seconds
+        with self._changed:
+            while not self._stopped and (left := max(deadline, self._until) - time.monotonic()) > 0:
+                self._changed.wait(left)
+            if self._stopped:
+                raise _Stopped
+
+
+def _attempt(call: Callable[..., Completion], model: str, job: Job, budget: int, gate: _Gate) -> Completion:
+    _, prompt, params = job
+    attempt, own_wait = 0, 0.0
+    while True:
+        gate.wait(own_wait)
+        try:
+            return call(model, prompt, **params)
+        except APIError as exc:
+            own_wait = _backoff(exc, attempt, budget, gate.pause)
+        attempt += 1
+
+
+def _run(
+    client: SyncCompleter,
+    model: str,
+    jobs: Iterable[Job],
+    concurrency: int,
+    ordered: bool,
+    keep: bool,
+) -> Generator[BatchResult, None, None]:
+    call = client.with_options(max_retries=0).complete
+    budget = client.max_retries
+    gate = _Gate()
+    window: _Window[Future[Completion]] = _Window(ordered)
+    pending_jobs = iter(jobs)
+    executor = ThreadPoolExecutor(concurrency, thread_name_prefix="complete_many")
+    try:
+        while True:
+            while len(window) < concurrency and (job := next(pending_jobs, None)) is not None:
+                window.add(executor.submit(_attempt, call, model, _checked(job), budget, gate), job[0])
+            if not window:
+                return
+            wait(window.awaited(), return_when=FIRST_COMPLETED)
+            for index, future in window.pop_done():
+                yield _result(index, future, keep)
+    finally:
+        gate.stop()
+        executor.shutdown(wait=True, cancel_futures=True)
+
+
+class _AsyncGate:
+    """``_Gate`` for one event loop: holds the tasks of an async batch while a shared pause lasts."""
+
+    def __init__(self) -> None:
+        self._until = 0.0
+
+    def pause(self, seconds: float) -> None:
+        self._until = max(self._until, time.monotonic() + seconds)
+
+    async def wait(self, seconds: float = 0.0) -> None:
+        deadline = time.monotonic() + seconds
+        # Sleep again while a later 429 has pushed the pause further: a deadline, not an event.
+        while (left := max(deadline, self._until) - time.monotonic()) > 0:  # noqa: ASYNC110
+            await asyncio.sleep(left)
+
+
+async def _aattempt(
+    call: Callable[..., Any], model: str, job: Job, budget: int, gate: _AsyncGate
+) -> Completion:
+    _, prompt, params = job
+    attempt, own_wait = 0, 0.0
+    while True:
+        await gate.wait(own_wait)
+        try:
+            completion: Completion = await call(model, prompt, **params)
+            return completion
+        except APIError as exc:
+            own_wait = _backoff(exc, attempt, budget, gate.pause)
+        attempt += 1
+
+
+async def _arun(
+    client: AsyncCompleter,
+    model: str,
+    jobs: Iterator[Job] | AsyncGenerator[Job, None],
+    concurrency: int,
+    ordered: bool,
+    keep: bool,
+) -> AsyncGenerator[BatchResult, None]:
+    call = client.with_options(max_retries=0).complete
+    budget = client.max_retries
+    gate = _AsyncGate()
+    window: _Window[asyncio.Task[Completion]] = _Window(ordered)
+    try:
+        while True:
+            while len(window) < concurrency:
+                job = await anext(jobs, None) if isinstance(jobs, AsyncGenerator) else next(jobs, None)
+                if job is None:
+                    break
+                window.add(asyncio.create_task(_aattempt(call, model, _checked(job), budget, gate)), job[0])
+            if not window:
+                return
+            await asyncio.wait(window.awaited(), return_when=asyncio.FIRST_COMPLETED)
+            for index, task in window.pop_done():
+                yield _result(index, task, keep)
+    finally:
+        tasks = list(window)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if isinstance(jobs, AsyncGenerator):
+            await jobs.aclose()

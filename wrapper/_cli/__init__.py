@@ -1,0 +1,108 @@
+"""``python -m wrapper``: ``complete`` one prompt, ``batch`` a JSONL file resumably, or run the ``sandbox``.
+
+Exit codes: 0 all done, 1 some prompt failed (or an API error), 2 a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from wrapper._cli._batch_command import describe, result_line, run_batch
+from wrapper._cli._inputs import InputLineError
+from wrapper._cli._parser import PROVIDERS, build_parser, flag_params
+
+__all__ = ["main"]
+
+OK, FAILED, USAGE = 0, 1, 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return its exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "sandbox":
+        from wrapper.sandbox.__main__ import main as sandbox_main
+
+        sandbox_main(args.args)
+        return OK
+    check = _param_checker(args.provider)
+    params = flag_params(args)
+    try:
+        check(params)
+        client = _client(args)
+    except ValueError as exc:  # a parameter the client refuses, a missing credential
+        parser.error(str(exc))
+    with client:
+        try:
+            if args.command == "complete":
+                return _complete(client, args, params)
+            return run_batch(
+                client,
+                args.model,
+                args.input,
+                args.output,
+                concurrency=args.concurrency,
+                defaults=params,
+                check=check,
+                show_progress=args.progress,
+            )
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            return 130
+        except (OSError, ValueError) as exc:  # an unreadable input, a parameter value the client refuses
+            print(f"error: {exc}", file=sys.stderr)
+            return USAGE
+
+
+def _client(args: argparse.Namespace) -> Any:
+    """The provider's sync client from the flags given, the rest from its env vars."""
+    options = {keyword: getattr(args, keyword) for _, keyword, _ in PROVIDERS[args.provider][0]}
+    options.update(base_url=args.base_url, timeout=args.timeout, max_retries=args.max_retries)
+    options = {name: value for name, value in options.items() if value is not None}
+    if args.provider == "scale":
+        from wrapper.scale import Scale
+
+        return Scale(**options)
+    from wrapper.gradient import Gradient
+
+    return Gradient(**options)
+
+
+def _param_checker(provider: str) -> Callable[[dict[str, Any]], None]:
+    """A check of parameters against the provider's rules, as the client makes it before sending."""
+    from wrapper._validate import check_params
+
+    if provider == "scale":
+        from wrapper._scale_wire import RULES
+    else:
+        from wrapper._gradient_wire import RULES
+
+    def check(params: dict[str, Any]) -> None:
+        try:
+            check_params(params, RULES)
+        except (TypeError, ValueError) as exc:
+            raise InputLineError(str(exc)) from None
+
+    return check
+
+
+def _complete(client: Any, args: argparse.Namespace, params: dict[str, Any]) -> int:
+    from wrapper.errors import APIError
+
+    try:
+        if args.stream:
+            for chunk in client.stream(args.model, args.prompt, **params):
+                print(chunk.text, end="", flush=True)
+            print()
+        elif args.json:
+            print(json.dumps(result_line(0, client.complete(args.model, args.prompt, **params))))
+        else:
+            print(client.complete(args.model, args.prompt, **params).text)
+    except APIError as exc:
+        print(f"error: {describe(exc)}", file=sys.stderr)
+        return FAILED
+    return OK

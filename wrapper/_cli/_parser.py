@@ -1,0 +1,142 @@
+"""The command line's grammar: ``complete`` and ``batch`` per provider, and ``sandbox``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+__all__ = ["PROVIDERS", "build_parser", "flag_params"]
+
+PROVIDERS = {
+    # name: (credential flags as (flag, client keyword, env var), the provider's name for max tokens)
+    "gradient": (
+        (
+            ("--access-token", "access_token", "GRADIENT_ACCESS_TOKEN"),
+            ("--workspace-id", "workspace_id", "GRADIENT_WORKSPACE_ID"),
+        ),
+        "max_generated_token_count",
+    ),
+    "scale": (
+        (("--api-key", "api_key", "SGP_API_KEY"), ("--account-id", "account_id", "SGP_ACCOUNT_ID")),
+        "max_tokens",
+    ),
+}
+_BASE_URL_ENV = {"gradient": "GRADIENT_API_URL", "scale": "SGP_CLIENT_BASE_URL"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m wrapper", description="Gradient and Scale GP completions from the shell."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    complete = commands.add_parser("complete", help="complete one prompt and print the text")
+    batch = commands.add_parser("batch", help="complete every prompt of a JSONL file into another, resumably")
+    for command, add_own in ((complete, _complete_args), (batch, _batch_args)):
+        providers = command.add_subparsers(dest="provider", required=True, metavar="{gradient,scale}")
+        for name in PROVIDERS:
+            sub = providers.add_parser(name, help=f"call {name}")
+            sub.add_argument("model", help="the model (gradient) or model deployment (scale) id")
+            add_own(sub)
+            _client_args(sub, name)
+            _param_args(sub, name)
+
+    sandbox = commands.add_parser(
+        "sandbox", help="serve both APIs locally (python -m wrapper.sandbox)", add_help=False
+    )
+    sandbox.add_argument("args", nargs=argparse.REMAINDER, help="passed on to the sandbox")
+    return parser
+
+
+def _complete_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("prompt")
+    parser.add_argument("--stream", action="store_true", help="print the text as it is generated")
+    parser.add_argument("--json", action="store_true", help="print the result as a JSON line, as batch does")
+
+
+def _batch_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("input", metavar="INPUT.jsonl", help='one {"prompt": ..., params...} per line')
+    parser.add_argument(
+        "-o", "--output", metavar="OUTPUT.jsonl", required=True, help="results; re-run to resume"
+    )
+    parser.add_argument("--concurrency", type=_positive, default=16, help="requests in flight (16)")
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar on stderr (default: when stderr is a terminal)",
+    )
+
+
+def _client_args(parser: argparse.ArgumentParser, provider: str) -> None:
+    group = parser.add_argument_group("connection")
+    group.add_argument("--base-url", help=f"API base URL (${_BASE_URL_ENV[provider]})")
+    for flag, keyword, env in PROVIDERS[provider][0]:
+        group.add_argument(flag, dest=keyword, metavar=keyword.upper(), help=f"(${env})")
+    group.add_argument("--timeout", type=float, help="seconds per request")
+    group.add_argument("--max-retries", type=_natural, help="retries per prompt")
+
+
+def _param_args(parser: argparse.ArgumentParser, provider: str) -> None:
+    group = parser.add_argument_group("generation parameters (batch: defaults for every line)")
+    group.add_argument("--max-tokens", type=_positive, help=PROVIDERS[provider][1])
+    group.add_argument("--temperature", type=float)
+    group.add_argument("--top-k", type=_natural if provider == "gradient" else float)
+    group.add_argument("--top-p", type=float)
+    if provider == "scale":
+        group.add_argument(
+            "--stop", action="append", dest="stop_sequences", help="stop sequence (repeatable)"
+        )
+    else:
+        group.add_argument("--guidance", action="append", help="a choice the output must be (repeatable)")
+    group.add_argument(
+        "--param",
+        action="append",
+        type=_key_value,
+        default=[],
+        metavar="NAME=VALUE",
+        help="any other parameter of complete(); VALUE is JSON, or else a string (repeatable)",
+    )
+
+
+def flag_params(args: argparse.Namespace) -> dict[str, Any]:
+    """The generation parameters given as flags, named as the provider's client names them."""
+    params: dict[str, Any] = {
+        PROVIDERS[args.provider][1]: args.max_tokens,
+        "temperature": args.temperature,
+        "top_k": args.top_k,
+        "top_p": args.top_p,
+        "stop_sequences": getattr(args, "stop_sequences", None),
+        "guidance": getattr(args, "guidance", None),
+    }
+    params = {name: value for name, value in params.items() if value is not None}
+    params.update(args.param)
+    return params
+
+
+def _positive(text: str) -> int:
+    value = _natural(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
+
+
+def _natural(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
+    return value
+
+
+def _key_value(text: str) -> tuple[str, Any]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    try:
+        return name.replace("-", "_"), json.loads(value)
+    except ValueError:
+        return name.replace("-", "_"), value
