@@ -12,7 +12,7 @@ import yaml
 from hypothesis import strategies as st
 
 SPECS = Path(__file__).resolve().parents[2] / "specs"
-MAX_ITEMS = 4  # keeps generated arrays (and so the run) small; the specs' own bounds still apply below it
+MAX_ITEMS = 4  # the length of generated arrays whose schema sets no maxItems: keeps the run small
 
 JSON_SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20)
 JSON_VALUES = st.recursive(
@@ -64,8 +64,12 @@ def _typed(node: dict[str, Any], spec_name: str) -> st.SearchStrategy[Any]:
         return st.lists(
             from_schema(node.get("items", {}), spec_name),
             min_size=low,
-            max_size=max(low, min(node.get("maxItems", MAX_ITEMS), MAX_ITEMS)),
+            max_size=node.get("maxItems", max(low, MAX_ITEMS)),
         )
+    extra = node.get("additionalProperties")
+    if kind == "object" and "properties" not in node and extra not in (None, False):
+        values = JSON_VALUES if extra is True else from_schema(extra, spec_name)
+        return st.dictionaries(st.text(max_size=8), values, max_size=3)
     if kind == "object" or "properties" in node:
         properties = node.get("properties", {})
         required = set(node.get("required", ()))

@@ -15,6 +15,7 @@ from typing import Any
 from unittest import mock
 
 import httpx
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -486,3 +487,15 @@ def test_retries_stop_at_the_first_final_answer_or_the_budget(
     assert len(waits) == 2 * (attempts - 1)  # sync and async each waited between attempts
     assert all(0.0 <= wait <= _retry.MAX_RETRY_AFTER for wait in waits)
     assert kind == ("ok" if statuses[min(attempts, len(statuses)) - 1] == 200 else "error")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: a Gradient 401/429 with a typed body (as the sandbox sends them: type 'failed') is only a "
+    "GenerationFailedError: `except RateLimitError` misses it; complete_many skips its shared 429 pause",
+)
+@pytest.mark.parametrize("status", [401, 429])
+def test_a_gradient_status_with_a_typed_body_is_still_its_status_class(status: int) -> None:
+    body = _json({"type": "failed", "message": "slow down"})
+    _, (exc, _) = outcome("gradient", "complete", Served(status, body, {"content-type": "application/json"}))
+    assert isinstance(exc, STATUSES[status])

@@ -60,14 +60,17 @@ def _mode(case: schemathesis.Case) -> str:
 
 
 def _check_stream(response: schemathesis.Response) -> None:
-    """A 200 stream: ``text/event-stream`` whose every data event is a valid ``CompletionResponse``."""
+    """A 200 stream: ``text/event-stream`` whose every data event is a ``CompletionResponse`` or an error."""
     assert response.headers["content-type"][0].startswith("text/event-stream")
     events = [block for block in response.text.split("\n\n") if block.strip()]
     assert events, "an empty stream"
     for block in events:
         fields = dict(line.split(": ", 1) for line in block.splitlines())
-        assert "event" not in fields, block
-        _EVENT.validate(json.loads(fields["data"]))
+        if fields.get("event") == "error":  # an error body (seeds/README.md), e.g. for a "__fail__" prompt
+            assert isinstance(json.loads(fields["data"]), dict), block
+        else:
+            assert "event" not in fields, block
+            _EVENT.validate(json.loads(fields["data"]))
 
 
 def _rejects_valid_data(api: str, response: schemathesis.Response) -> bool:
