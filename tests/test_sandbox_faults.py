@@ -118,10 +118,11 @@ def test_faults_from_a_header_and_over_http(sandbox: Sandbox) -> None:
     with httpx.Client(headers={"x-api-key": "k"}) as http:
         r = http.post(url, json={"prompt": "a"}, headers={"x-sandbox-fault": "status=429;retry-after=3"})
         assert (r.status_code, r.headers["retry-after"]) == (429, "3")
-        assert (
-            http.post(url, json={"prompt": "a"}, headers={"x-sandbox-fault": "status=oops"}).status_code
-            == 422
-        )
+        bad = {"x-sandbox-fault": "status=oops"}
+        assert http.post(url, json={"prompt": "a"}, headers=bad).status_code == 422
+        gradient = f"{sandbox.gradient_base_url}/models/nous-hermes2/complete"
+        answer = http.post(gradient, json={"query": "a"}, headers=bad)
+        assert (answer.status_code, answer.json()["type"]) == (400, "queryOrPathParsingError")
         queued = http.post(f"{sandbox.url}/_sandbox/faults", json={"status": 409, "count": 2})
         assert queued.json()[0]["count"] == 2
         assert [http.post(url, json={"prompt": "a"}).status_code for _ in range(3)] == [409, 409, 200]

@@ -219,7 +219,10 @@ class SandboxApp:
         try:
             fault = await self._fault(request, "gradient", model_id)
         except ValueError as exc:
-            return _gradient_error("queryOrPathParsingError", f"Invalid {FAULT_HEADER} header: {exc}")
+            issue = error((FAULT_HEADER,), "value_error", str(exc), request.headers[FAULT_HEADER])
+            return _gradient_error(
+                "queryOrPathParsingError", f"Invalid {FAULT_HEADER} header", issues=[issue]
+            )
         if answer := await self._apply(request, fault, "gradient", stream=False):
             return answer
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
@@ -473,7 +476,8 @@ def _gradient_error(
     payload: dict[str, Any] | None = None,
 ) -> Response:
     body: dict[str, Any] = {"type": kind, "message": message}
-    if issues is not None:
+    if kind in ("bodyParsingError", "queryOrPathParsingError"):  # their payload is required
+        issues = issues or []
         formatted = "; ".join(f"{'.'.join(map(str, i['loc'])) or 'body'}: {i['msg']}" for i in issues)
         payload = {"validationError": issues, "formattedValidationError": formatted}
     if payload is not None:
