@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections import Counter
 from collections.abc import Iterator
 
@@ -18,7 +19,7 @@ import pytest
 from httpx_aiohttp import AiohttpTransport
 
 from wrapper import BatchResult, _retry
-from wrapper.errors import APIError
+from wrapper.errors import APIError, BadRequestError, ContentFlaggedError
 from wrapper.gradient import AsyncGradient
 from wrapper.sandbox import Sandbox
 from wrapper.scale import Scale
@@ -131,3 +132,32 @@ async def test_async_gradient_batch_survives_chaos(sb: Sandbox) -> None:
         ]
     _check(results, tap, "query", sb)
     assert asyncio.all_tasks() == {asyncio.current_task()}, "no task outlives the batch"
+
+
+@pytest.mark.timeout(30)
+def test_a_final_error_stops_a_sync_batch_and_its_threads(sb: Sandbox) -> None:
+    """Without ``return_exceptions`` the first final error ends the batch: raised, its workers gone."""
+    threads = threading.active_count()
+    sb.inject(status=400, count=1, api="scale", rate=0.02)
+    with Scale(api_key=SCALE_KEY, base_url=sb.scale_base_url, max_retries=1) as scale:
+        results = scale.complete_many(
+            "llama-3-8b-instruct", _prompts(), concurrency=16, ordered=True, max_tokens=2
+        )
+        with pytest.raises(BadRequestError):
+            for _ in results:
+                pass
+    assert sb.stats().requests < PROMPTS
+    assert threading.active_count() == threads
+
+
+@pytest.mark.timeout(30)
+async def test_a_final_error_stops_an_async_batch_and_its_tasks(sb: Sandbox) -> None:
+    prompts = (("contraband" if i == 300 else prompt) for i, prompt in enumerate(_prompts()))
+    async with AsyncGradient(
+        access_token=GRADIENT_TOKEN, workspace_id=WORKSPACE_ID, base_url=sb.gradient_base_url, max_retries=1
+    ) as gradient:
+        with pytest.raises(ContentFlaggedError):
+            async for _ in gradient.complete_many("nous-hermes2", prompts, concurrency=16):
+                pass
+    assert sb.stats().requests < PROMPTS
+    assert asyncio.all_tasks() == {asyncio.current_task()}
