@@ -75,6 +75,8 @@ def test_stop_sequences_never_appear_in_the_output(scale: Scale) -> None:
     assert stop not in stopped.text
     assert stopped.finish_reason == "stop"
     assert full.startswith(stopped.text)
+    chunks = scale.stream(MODEL, PROMPT, max_tokens=60, temperature=0.0, stop_sequences=[stop, "zzz"])
+    assert "".join(chunk.text for chunk in chunks) == stopped.text  # a stream never sends part of one
     for _ in range(10):
         sampled = scale.complete(MODEL, "Alice", max_tokens=40, temperature=1.0, stop_sequences=[",", " the"])
         assert "," not in sampled.text
