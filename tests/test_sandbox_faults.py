@@ -63,7 +63,7 @@ def test_a_gradient_4xx_fault_still_has_the_typed_body(sandbox: Sandbox, gradien
 
 def test_a_delay_fault_makes_the_client_time_out(sandbox: Sandbox, scale: Scale) -> None:
     sandbox.inject(delay=0.5)
-    with pytest.raises(errors.APIConnectionError, match="Timeout"):  # APITimeoutError by the contract
+    with pytest.raises(errors.APITimeoutError):
         scale.with_options(timeout=0.1).complete(MODEL, "Alice", max_tokens=2)
 
 
