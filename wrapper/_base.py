@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import copy
+import functools
 import logging
 import os
 import threading
@@ -84,6 +85,12 @@ class Wire(Protocol):
 ChunkReader = Callable[["ServerSentEvent", httpx.Response], "CompletionChunk | None"]
 
 
+@functools.lru_cache(maxsize=1024)
+def _url(text: str) -> httpx.URL:
+    """The parsed URL: parsing is a good part of httpx's per-request cost, and clients call few URLs."""
+    return httpx.URL(text)
+
+
 def _is_event_stream(response: httpx.Response) -> bool:
     content_type: str = response.headers.get("content-type", "")
     return content_type.partition(";")[0].strip() == "text/event-stream"
@@ -103,6 +110,7 @@ class _ClientCore:
     """Settings, options and the parts of sending that do no I/O, for sync and async clients alike."""
 
     _http: httpx.Client | httpx.AsyncClient
+    _direct = False  # True: requests go straight to the transport (see AsyncClient)
 
     def __init__(self, wire: Wire, settings: Settings, timeout: Timeout, max_retries: int) -> None:
         self._wire = wire
@@ -148,12 +156,14 @@ class _ClientCore:
         headers = self._headers | kwargs["headers"]
         if stream:
             headers["Accept"] = "text/event-stream"
+        url = _url(self._base_url + kwargs["url"])
+        if self._direct:  # the default async pool: no httpx.AsyncClient defaults to merge
+            timeout = {"timeout": self._timeout.as_dict()}
+            return httpx.Request(
+                kwargs["method"], url, json=kwargs["json"], headers=headers, extensions=timeout
+            )
         return self._http.build_request(
-            kwargs["method"],
-            self._base_url + kwargs["url"],
-            json=kwargs["json"],
-            headers=headers,
-            timeout=self._timeout,
+            kwargs["method"], url, json=kwargs["json"], headers=headers, timeout=self._timeout
         )
 
     def _outcome(
@@ -182,7 +192,7 @@ class _ClientCore:
                 time.perf_counter() - started,
                 exc,
             )
-        return connection_error(exc)
+        return connection_error(exc, request)
 
     def _delay_or_raise(self, error: APIError, retries: int) -> float:
         """Seconds to wait before the next attempt, or ``error`` raised when it is final."""
@@ -295,7 +305,7 @@ class SyncClient(_ClientCore):
                 if chunk is not None:
                     yield chunk
         except httpx.TransportError as exc:
-            raise connection_error(exc) from exc
+            raise connection_error(exc, response.request) from exc
         finally:
             response.close()
 
@@ -318,7 +328,12 @@ class AsyncClient(_ClientCore):
         if http_client is None:
             from httpx_aiohttp import AiohttpTransport  # here, not at import: aiohttp is slow to import
 
-            http_client = httpx.AsyncClient(transport=AiohttpTransport())
+            # httpx.AsyncClient's own per-request work (merging defaults, auth and redirect flows)
+            # costs more than aiohttp itself: requests skip it and go straight to the transport,
+            # which the AsyncClient still owns and closes.
+            self._transport: httpx.AsyncBaseTransport = AiohttpTransport()
+            self._direct = True
+            http_client = httpx.AsyncClient(transport=self._transport)
         self._http = http_client
 
     async def close(self) -> None:
@@ -337,8 +352,11 @@ class AsyncClient(_ClientCore):
         while True:
             started = time.perf_counter()
             try:
-                response = await self._http.send(request, stream=stream)
-                if stream and response.status_code >= 400:
+                if self._direct:
+                    response = await self._transport.handle_async_request(request)
+                else:
+                    response = await self._http.send(request, stream=True)
+                if not stream or response.status_code >= 400:
                     try:
                         await response.aread()
                     finally:
@@ -398,7 +416,7 @@ class AsyncClient(_ClientCore):
                 if chunk is not None:
                     yield chunk
         except httpx.TransportError as exc:
-            raise connection_error(exc) from exc
+            raise connection_error(exc, response.request) from exc
         finally:
             await response.aclose()
 

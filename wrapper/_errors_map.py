@@ -37,14 +37,14 @@ STATUS_CLASSES: dict[int, type[APIStatusError]] = {
 _EXCERPT = 500
 
 
-def connection_error(exc: httpx.TransportError) -> APIConnectionError:
+def connection_error(exc: httpx.TransportError, request: httpx.Request) -> APIConnectionError:
     """The ``APIConnectionError`` (``APITimeoutError`` for a timeout) for an httpx transport failure."""
     # httpx-aiohttp reports every aiohttp connection error (reset, refused, ...) as ConnectTimeout.
     cause = exc.__cause__
     from_aiohttp = type(cause).__module__.startswith("aiohttp") and not isinstance(cause, TimeoutError)
     timed_out = isinstance(exc, httpx.TimeoutException) and not from_aiohttp
     error = (APITimeoutError if timed_out else APIConnectionError)(
-        f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, request=exc.request
+        f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, request=request
     )
     error.__cause__ = exc
     return error
