@@ -103,10 +103,8 @@ def string_cases(schema: dict[str, Any], make: Any = lambda n: "x" * n) -> list[
     if high is not None:
         cases += [(make(high), True), (make(high + 1), False)]
     if "enum" in schema:
-        cases = [(value, True) for value in schema["enum"]] + [
-            ("not-" + schema["enum"][0], False),
-            (1, False),
-        ]
+        wrong: list[Any] = ["not-" + schema["enum"][0], 1, [], {}]  # unhashable ones too
+        cases = [(value, True) for value in schema["enum"]] + [(value, False) for value in wrong]
     return cases
 
 

@@ -80,7 +80,7 @@ def one_of(allowed: Collection[str]) -> Rule:
     """One of the ``allowed`` strings."""
 
     def check(name: str, value: Any) -> Any:
-        if value not in allowed:
+        if not isinstance(value, str) or value not in allowed:
             raise ValueError(f"{name} must be one of {sorted(allowed)}; got {_shown(value)}")
         return value
 
