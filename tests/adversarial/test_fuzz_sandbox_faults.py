@@ -1,0 +1,109 @@
+"""Property-based fuzzing of the sandbox's own fault-injection API (``POST /_sandbox/faults``, the
+``x-sandbox-fault`` header): whatever a user sends, the sandbox refuses it (400 / 422) or obeys it, and
+the requests that follow get either a normal answer or the fault asked for; never a crash of the app
+(uvicorn's bare ``500 Internal Server Error``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from wrapper.sandbox import Sandbox
+
+from ._schemas import JSON_VALUES
+
+EXAMPLES = 100
+fuzz = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
+    suppress_health_check=[HealthCheck.too_slow],
+)
+KEYS = [
+    "status",
+    "retry_after",
+    "retry_after_ms",
+    "cut",
+    "reset",
+    "malformed",
+    "count",
+    "rate",
+    "api",
+    "model",
+]
+VALUES = (
+    JSON_VALUES | st.integers(-2, 600) | st.floats(-1, 2) | st.sampled_from(["json", "shape", "scale", "503"])
+)
+OPTIONS = st.dictionaries(st.sampled_from(KEYS), VALUES, max_size=4) | st.builds(
+    lambda options, delay: {**options, "delay": delay},
+    st.dictionaries(st.sampled_from(KEYS), VALUES, max_size=3),
+    st.floats(-1, 0.01) | st.sampled_from(["x", None, [], "0.01"]),
+)
+PRINTABLE = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=6)
+HEADER = st.lists(
+    st.builds("{}={}".format, st.sampled_from([*KEYS, "retry-after", ""]), PRINTABLE)
+    | st.sampled_from(["reset", "", "=", "status"]),
+    max_size=4,
+).map(";".join)
+SCALE = (
+    "/v4/models/llama-3-8b-instruct/completions",
+    {"prompt": "Alice", "max_tokens": 2},
+    {"x-api-key": "k"},
+)
+GRADIENT = (
+    "/api/models/nous-hermes2/complete",
+    {"query": "Alice", "maxGeneratedTokenCount": 2},
+    {"authorization": "Bearer t", "x-gradient-workspace-id": "w"},
+)
+
+
+@pytest.fixture(scope="module")
+def http(sandbox: Sandbox) -> Iterator[httpx.Client]:
+    with httpx.Client(
+        base_url=sandbox.url, timeout=5.0, limits=httpx.Limits(max_keepalive_connections=0)
+    ) as client:
+        yield client
+
+
+def _call(
+    http: httpx.Client, api: tuple[str, dict[str, Any], dict[str, str]], fault: str | None, context: object
+) -> None:
+    """One completion request: any answer but a crash of the sandbox app is fine."""
+    path, body, headers = api
+    if fault is not None:
+        headers = {**headers, "x-sandbox-fault": fault}
+    try:
+        response = http.post(path, json=body, headers=headers)
+    except httpx.TransportError:  # a reset or a cut stream, as asked
+        return
+    crashed = response.status_code == 500 and not response.headers.get("content-type", "").startswith(
+        "application/json"
+    )
+    assert not crashed, f"the sandbox app crashed ({context!r})"
+
+
+@fuzz
+@given(options=OPTIONS)
+def test_fault_rules_are_refused_or_obeyed(
+    sandbox: Sandbox, http: httpx.Client, options: dict[str, Any]
+) -> None:
+    sandbox.clear_faults()
+    answer = http.post("/_sandbox/faults", json=options)
+    assert answer.status_code in (200, 400), answer.text
+    for api in (SCALE, GRADIENT, SCALE):
+        _call(http, api, None, options)
+    sandbox.clear_faults()
+
+
+@fuzz
+@given(header=HEADER, api=st.sampled_from([SCALE, GRADIENT]))
+def test_fault_headers_are_refused_or_obeyed(
+    http: httpx.Client, header: str, api: tuple[str, dict[str, Any], dict[str, str]]
+) -> None:
+    _call(http, api, header, header)
