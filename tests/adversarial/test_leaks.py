@@ -88,8 +88,11 @@ class Leaks:
         assert [r.getMessage() for r in self.records] == []
 
     async def acheck(self) -> None:
-        for _ in range(3):  # let callbacks scheduled by closing (transport close, asyncgen finalizers) run
-            await asyncio.sleep(0)
+        # Closing schedules work on later loop turns: transports close, and the nested async generators of
+        # a stream (httpx_sse's, httpx's, the transport's) are finalized one after another, each in a task.
+        deadline = time.monotonic() + SETTLE
+        while asyncio.all_tasks() != {asyncio.current_task()} and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.001)
         assert asyncio.all_tasks() == {asyncio.current_task()}, asyncio.all_tasks()
         self.check()
 
