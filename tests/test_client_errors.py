@@ -137,6 +137,21 @@ async def test_gradient_untyped_4xx_falls_back_to_the_status_class(make_client: 
     assert error.body == body
 
 
+@pytest.mark.parametrize(
+    ("status", "cls"),
+    [(401, errors.AuthenticationError), (403, errors.PermissionDeniedError), (408, APIStatusError),
+     (409, errors.ConflictError), (429, errors.RateLimitError)],
+)  # fmt: skip
+async def test_gradient_typed_body_on_an_actionable_status_keeps_the_status_class(
+    make_client: Any, status: int, cls: type[APIStatusError]
+) -> None:
+    body = {"type": "failed", "message": "slow down"}
+    client = make_client("gradient", "sync", answer(status, body), max_retries=0)
+    error = await failure(client)
+    assert type(error) is cls
+    assert error.body == body
+
+
 async def test_gradient_typed_body_on_a_5xx_is_a_server_error(make_client: Any) -> None:
     client = make_client("gradient", "sync", answer(500, {"type": "failed", "message": "m"}), max_retries=0)
     assert type(await failure(client)) is errors.InternalServerError

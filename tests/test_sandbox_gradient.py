@@ -107,7 +107,7 @@ def test_a_rejected_token_is_a_401(sandbox: Sandbox) -> None:
     client = Gradient(
         access_token="invalid", workspace_id="ws", base_url=sandbox.gradient_base_url, max_retries=0
     )
-    with client, pytest.raises(errors.APIStatusError) as info:
+    with client, pytest.raises(errors.AuthenticationError) as info:
         client.complete(MODEL, "Alice")
     assert info.value.status_code == 401
 

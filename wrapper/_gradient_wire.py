@@ -65,6 +65,9 @@ ERRORS: dict[str, tuple[Callable[[Mapping[str, Any]], Any], type[errors.Gradient
 }
 
 
+STATUS_FIRST = frozenset({401, 403, 408, 409, 429})
+
+
 class GradientWire:
     """Gradient's request bodies, results and errors, for one workspace."""
 
@@ -91,11 +94,15 @@ class GradientWire:
         return Completion(raw.generated_output, raw.finish_reason, None, None, None, raw=raw)
 
     def status_error(self, response: httpx.Response) -> errors.APIStatusError:
-        """The error of a typed 4XX body by its ``type``; the status class for anything else."""
+        """The error of a typed 4XX body by its ``type``; the status class for anything else.
+
+        Statuses that tell the caller what to do whatever the body says (authenticate, wait, retry:
+        401, 403, 408, 409, 429) keep their status class, so ``except RateLimitError`` always works.
+        """
         body = body_of(response)
         kind = body.get("type") if isinstance(body, dict) else None
         known = ERRORS.get(kind) if isinstance(kind, str) else None
-        if known is None or not 400 <= response.status_code < 500:
+        if known is None or not 400 <= response.status_code < 500 or response.status_code in STATUS_FIRST:
             return status_error(response, body)
         parse, cls = known
         try:
