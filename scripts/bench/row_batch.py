@@ -12,6 +12,7 @@ import asyncio
 import itertools
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -25,12 +26,17 @@ from _stats import Row, Sizes, interleaved
 __all__ = ["batch_rows"]
 
 
-def _child_peak_mb(url: str, prompts: Path, count: int, concurrency: int) -> Callable[[], float]:
+def _child_peak_mb(
+    url: str, prompts: Path, count: int, concurrency: int, seconds: list[float]
+) -> Callable[[], float]:
+    """A run: a child completes the first ``count`` prompts; sample: its peak RSS (its time: ``seconds``)."""
+
     def run() -> float:
         command = [sys.executable, __file__, "--child", url, str(prompts), str(count), str(concurrency)]
         report = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
         if report["completed"] != count:
             raise RuntimeError(f"complete_many finished {report['completed']} of {count} prompts")
+        seconds.append(report["seconds"])
         return float(report["peak_rss_mb"])
 
     return run
@@ -44,13 +50,17 @@ def batch_rows(url: str, sizes: Sizes) -> list[Row]:
             out.writelines(
                 f"Prompt {index}: what is the capital of France?\n" for index in range(sizes.batch_large)
             )
+        seconds: list[float] = []
         figures = interleaved(
             sizes.batch_runs,
             {
-                size: _child_peak_mb(url, prompts, size, sizes.concurrency)
-                for size in (sizes.batch_small, sizes.batch_large)
+                sizes.batch_small: _child_peak_mb(url, prompts, sizes.batch_small, sizes.concurrency, []),
+                sizes.batch_large: _child_peak_mb(
+                    url, prompts, sizes.batch_large, sizes.concurrency, seconds
+                ),
             },
         )
+    rate = sizes.batch_large / statistics.median(seconds)
     return [
         Row(
             f"batch complete_many {sizes.batch_large:,} vs {sizes.batch_small:,} prompts",
@@ -60,6 +70,7 @@ def batch_rows(url: str, sizes: Sizes) -> list[Row]:
             figures[sizes.batch_small],
             target=10.0,
             compare="delta",
+            note=f"AsyncScale.complete_many at concurrency {sizes.concurrency}: {rate:,.0f} prompts/s",
         )
     ]
 
