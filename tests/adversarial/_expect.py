@@ -37,3 +37,14 @@ STATUSES: dict[int, type[errors.APIStatusError]] = {
     599: errors.InternalServerError,
 }
 """The class an error status maps to when its body is not one of Gradient's typed ones."""
+
+STATUS_FIRST = frozenset({401, 403, 408, 409, 429})
+"""Statuses that tell the caller what to do (authenticate, wait, retry) whatever Gradient's body says: their
+status class wins over the body's ``type``, so that ``except RateLimitError`` always works."""
+
+
+def gradient_error_class(status: int, kind: str) -> type[errors.APIStatusError]:
+    """The class of a Gradient error answer: ``status`` with a valid typed body of type ``kind``."""
+    if status >= 500 or status in STATUS_FIRST:
+        return STATUSES[status]
+    return GRADIENT_TYPES[kind]

@@ -1,4 +1,4 @@
-"""Fixtures of the adversarial suite: the Prism mock servers, a running sandbox, the test credentials."""
+"""Fixtures of the adversarial suite: the Prism mock servers and a running sandbox."""
 
 from __future__ import annotations
 
@@ -9,11 +9,6 @@ import pytest
 from wrapper.sandbox import Sandbox
 
 from ._servers import prism
-
-SCALE_KEY = "sgp-secret-key-5f1d0c9e7a"
-GRADIENT_TOKEN = "gradient-secret-token-0b8e44a2"
-ACCOUNT_ID = "acct-adversarial"
-WORKSPACE_ID = "ws-adversarial"
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,7 @@ import json
 import threading
 from collections import Counter
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -20,12 +21,10 @@ from httpx_aiohttp import AiohttpTransport
 
 from wrapper import BatchResult, _retry
 from wrapper.errors import APIError, BadRequestError, ContentFlaggedError
-from wrapper.gradient import AsyncGradient
 from wrapper.sandbox import Sandbox
-from wrapper.scale import Scale
 
+from ._clients import MODELS, sandbox_client
 from ._tap import Exchange, Tap
-from .conftest import ACCOUNT_ID, GRADIENT_TOKEN, SCALE_KEY, WORKSPACE_ID
 
 PROMPTS = 2_000
 RATE = 0.055
@@ -37,6 +36,7 @@ FAULTS = [
     {"delay": 0.6},
 ]
 TIMEOUT = 0.25
+BATCH: dict[str, Any] = {"concurrency": 32, "return_exceptions": True}
 MAX_RETRIES = 3
 
 
@@ -90,19 +90,12 @@ def _check(results: list[BatchResult], tap: Tap, field: str, sb: Sandbox) -> Cou
 def test_sync_scale_batch_survives_chaos(sb: Sandbox) -> None:
     _inject(sb, "scale")
     tap = Tap(httpx.HTTPTransport())
-    with Scale(
-        api_key=SCALE_KEY,
-        account_id=ACCOUNT_ID,
-        base_url=sb.scale_base_url,
-        timeout=TIMEOUT,
-        max_retries=MAX_RETRIES,
-        http_client=httpx.Client(transport=tap),
-    ) as scale:
-        results = list(
-            scale.complete_many(
-                "llama-3-8b-instruct", _prompts(), concurrency=32, return_exceptions=True, max_tokens=4
-            )
+    http = httpx.Client(transport=tap)
+    with sandbox_client(sb, "scale", timeout=TIMEOUT, max_retries=MAX_RETRIES, http_client=http) as scale:
+        batch = scale.complete_many(
+            MODELS["scale"], _prompts(), concurrency=32, return_exceptions=True, max_tokens=4
         )
+        results = list(batch)
     kinds = _check(results, tap, "prompt", sb)
     assert kinds["RemoteProtocolError"] > 0, kinds  # the resets
 
@@ -112,24 +105,19 @@ def test_sync_scale_batch_survives_chaos(sb: Sandbox) -> None:
 async def test_async_gradient_batch_survives_chaos(sb: Sandbox) -> None:
     _inject(sb, "gradient")
     tap = Tap(AiohttpTransport())
-    async with AsyncGradient(
-        access_token=GRADIENT_TOKEN,
-        workspace_id=WORKSPACE_ID,
-        base_url=sb.gradient_base_url,
-        timeout=TIMEOUT,
-        max_retries=MAX_RETRIES,
-        http_client=httpx.AsyncClient(transport=tap),
-    ) as gradient:
-        results = [
-            r
-            async for r in gradient.complete_many(
-                "nous-hermes2",
-                _prompts(),
-                concurrency=32,
-                return_exceptions=True,
-                max_generated_token_count=4,
-            )
-        ]
+    http = httpx.AsyncClient(transport=tap)
+    gradient = sandbox_client(
+        sb, "gradient", asynchronous=True, timeout=TIMEOUT, max_retries=MAX_RETRIES, http_client=http
+    )
+    async with gradient:
+        batch = gradient.complete_many(
+            MODELS["gradient"],
+            _prompts(),
+            concurrency=32,
+            return_exceptions=True,
+            max_generated_token_count=4,
+        )
+        results = [result async for result in batch]
     _check(results, tap, "query", sb)
     assert asyncio.all_tasks() == {asyncio.current_task()}, "no task outlives the batch"
 
@@ -139,10 +127,8 @@ def test_a_final_error_stops_a_sync_batch_and_its_threads(sb: Sandbox) -> None:
     """Without ``return_exceptions`` the first final error ends the batch: raised, its workers gone."""
     threads = threading.active_count()
     sb.inject(status=400, count=1, api="scale", rate=0.02)
-    with Scale(api_key=SCALE_KEY, base_url=sb.scale_base_url, max_retries=1) as scale:
-        results = scale.complete_many(
-            "llama-3-8b-instruct", _prompts(), concurrency=16, ordered=True, max_tokens=2
-        )
+    with sandbox_client(sb, "scale", max_retries=1) as scale:
+        results = scale.complete_many(MODELS["scale"], _prompts(), concurrency=16, ordered=True, max_tokens=2)
         with pytest.raises(BadRequestError):
             for _ in results:
                 pass
@@ -153,11 +139,9 @@ def test_a_final_error_stops_a_sync_batch_and_its_threads(sb: Sandbox) -> None:
 @pytest.mark.timeout(30)
 async def test_a_final_error_stops_an_async_batch_and_its_tasks(sb: Sandbox) -> None:
     prompts = (("contraband" if i == 300 else prompt) for i, prompt in enumerate(_prompts()))
-    async with AsyncGradient(
-        access_token=GRADIENT_TOKEN, workspace_id=WORKSPACE_ID, base_url=sb.gradient_base_url, max_retries=1
-    ) as gradient:
+    async with sandbox_client(sb, "gradient", asynchronous=True, max_retries=1) as gradient:
         with pytest.raises(ContentFlaggedError):
-            async for _ in gradient.complete_many("nous-hermes2", prompts, concurrency=16):
+            async for _ in gradient.complete_many(MODELS["gradient"], prompts, concurrency=16):
                 pass
     assert sb.stats().requests < PROMPTS
     assert asyncio.all_tasks() == {asyncio.current_task()}

@@ -20,11 +20,8 @@ import jsonschema
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from wrapper.gradient import Gradient
-from wrapper.scale import Scale
-
+from ._clients import GRADIENT_TOKEN, SCALE_KEY, WORKSPACE_ID, new_client
 from ._schemas import JSON_VALUES, from_schema, schema, spec
-from .conftest import GRADIENT_TOKEN, SCALE_KEY, WORKSPACE_ID
 
 EXAMPLES = 300
 fuzz = settings(
@@ -135,7 +132,7 @@ def _outcome(call: Callable[[], Any], requests: list[httpx.Request]) -> str:
 def test_scale_sends_exactly_what_the_spec_allows(kwargs: dict[str, Any], prompt: str, model: str) -> None:
     requests: list[httpx.Request] = []
     http = _capture(requests, {"completions": [[prompt, ["ok"]]]})
-    with Scale(api_key=SCALE_KEY, base_url="http://scale", max_retries=0, http_client=http) as scale:
+    with new_client("scale", "http://scale", max_retries=0, http_client=http) as scale:
         outcome = _outcome(lambda: scale.complete(model, prompt, **kwargs), requests)
     known = {name: value for name, value in kwargs.items() if name in SCALE_ARGUMENTS}
     body = _body({"prompt": prompt}, SCALE_ARGUMENTS, known)
@@ -157,13 +154,7 @@ def test_scale_sends_exactly_what_the_spec_allows(kwargs: dict[str, Any], prompt
 def test_gradient_sends_exactly_what_the_spec_allows(kwargs: dict[str, Any], prompt: str, model: str) -> None:
     requests: list[httpx.Request] = []
     http = _capture(requests, {"finishReason": "stop", "generatedOutput": "ok"})
-    with Gradient(
-        access_token=GRADIENT_TOKEN,
-        workspace_id=WORKSPACE_ID,
-        base_url="http://g/api",
-        max_retries=0,
-        http_client=http,
-    ) as gradient:
+    with new_client("gradient", "http://g/api", max_retries=0, http_client=http) as gradient:
         outcome = _outcome(lambda: gradient.complete(model, prompt, **kwargs), requests)
     known = {name: value for name, value in kwargs.items() if name in GRADIENT_ARGUMENTS}
     body = _body({"query": prompt}, GRADIENT_ARGUMENTS, known)

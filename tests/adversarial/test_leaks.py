@@ -21,14 +21,11 @@ import httpx
 import pytest
 
 from wrapper.errors import APIConnectionError
-from wrapper.gradient import AsyncGradient, Gradient
 from wrapper.sandbox import Sandbox
-from wrapper.scale import AsyncScale, Scale
 
-from .conftest import ACCOUNT_ID, GRADIENT_TOKEN, SCALE_KEY, WORKSPACE_ID
+from ._clients import MODELS, sandbox_client
 
-SCALE_MODEL = "llama-3-8b-instruct"
-GRADIENT_MODEL = "nous-hermes2"
+SCALE_MODEL = MODELS["scale"]
 SETTLE = 1.0
 """Seconds a closed client's sockets may take to go (aiohttp closes its transports on a later loop turn)."""
 
@@ -118,28 +115,10 @@ async def aleaks(leaks: Leaks) -> Leaks:
     return leaks
 
 
-def _async_client(sb: Sandbox, api: str, transport: str) -> AsyncScale | AsyncGradient:
-    http = None if transport == "aiohttp" else httpx.AsyncClient()  # None: the default, on aiohttp
-    if api == "scale":
-        return AsyncScale(
-            api_key=SCALE_KEY, account_id=ACCOUNT_ID, base_url=sb.scale_base_url, http_client=http
-        )
-    return AsyncGradient(
-        access_token=GRADIENT_TOKEN,
-        workspace_id=WORKSPACE_ID,
-        base_url=sb.gradient_base_url,
-        http_client=http,
-    )
-
-
-def _sync_client(sb: Sandbox, api: str) -> Scale | Gradient:
-    if api == "scale":
-        return Scale(api_key=SCALE_KEY, account_id=ACCOUNT_ID, base_url=sb.scale_base_url)
-    return Gradient(access_token=GRADIENT_TOKEN, workspace_id=WORKSPACE_ID, base_url=sb.gradient_base_url)
-
-
-def _model(api: str) -> str:
-    return SCALE_MODEL if api == "scale" else GRADIENT_MODEL
+def _async_client(sb: Sandbox, api: str, transport: str) -> Any:
+    """An async client on the default (aiohttp) transport or on an ``httpx.AsyncClient`` of our own."""
+    http = None if transport == "aiohttp" else httpx.AsyncClient()
+    return sandbox_client(sb, api, asynchronous=True, http_client=http)
 
 
 async def _until_arrived(sb: Sandbox, count: int = 1) -> None:
@@ -160,13 +139,13 @@ async def test_cancelling_complete_mid_flight_leaves_nothing_open(
     sb.inject(delay=2, api=api)
     client = _async_client(sb, api, transport)
     async with client:
-        task = asyncio.create_task(client.complete(_model(api), "Alice was beginning to get very tired"))
+        task = asyncio.create_task(client.complete(MODELS[api], "Alice was beginning to get very tired"))
         await _until_arrived(sb)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
         # the client still works after a cancelled call
-        assert (await client.complete(_model(api), "Alice", **_short(api))).text is not None
+        assert (await client.complete(MODELS[api], "Alice", **_short(api))).text is not None
     await aleaks.acheck()
 
 
@@ -230,17 +209,17 @@ async def test_an_abandoned_async_stream_is_closed_when_collected(
 
 @APIS
 def test_breaking_out_of_a_sync_stream_leaves_nothing_open(sb: Sandbox, leaks: Leaks, api: str) -> None:
-    with _sync_client(sb, api) as client:
-        for _ in client.stream(_model(api), "Alice", **_short(api)):
+    with sandbox_client(sb, api) as client:
+        for _ in client.stream(MODELS[api], "Alice", **_short(api)):
             break
-        for _ in client.stream(_model(api), "Alice", **_short(api)):
+        for _ in client.stream(MODELS[api], "Alice", **_short(api)):
             pass
     leaks.check()
 
 
 def test_a_stream_cut_by_the_server_leaves_nothing_open(sb: Sandbox, leaks: Leaks) -> None:
     sb.inject(cut=2, api="scale")
-    with _sync_client(sb, "scale") as client:
+    with sandbox_client(sb, "scale") as client:
         chunks = client.stream(SCALE_MODEL, "Alice", max_tokens=20)
         assert len([next(chunks), next(chunks)]) == 2
         with pytest.raises(APIConnectionError):
@@ -250,10 +229,10 @@ def test_a_stream_cut_by_the_server_leaves_nothing_open(sb: Sandbox, leaks: Leak
 
 @APIS
 def test_closing_clients_and_their_copies_leaves_nothing_open(sb: Sandbox, leaks: Leaks, api: str) -> None:
-    client = _sync_client(sb, api)
+    client = sandbox_client(sb, api)
     copy = client.with_options(timeout=5.0, max_retries=0)
-    client.complete(_model(api), "Alice", **_short(api))
-    copy.complete(_model(api), "Alice", **_short(api))
+    client.complete(MODELS[api], "Alice", **_short(api))
+    copy.complete(MODELS[api], "Alice", **_short(api))
     copy.close()
     client.close()
     client.close()  # twice is harmless
@@ -267,7 +246,7 @@ async def test_closing_async_clients_leaves_nothing_open(
 ) -> None:
     client = _async_client(sb, api, transport)
     results = await asyncio.gather(
-        *(client.complete(_model(api), f"Alice {i}", **_short(api)) for i in range(8))
+        *(client.complete(MODELS[api], f"Alice {i}", **_short(api)) for i in range(8))
     )
     assert len(results) == 8
     await client.close()
@@ -286,7 +265,7 @@ async def test_leaving_an_async_batch_early_cancels_its_requests(
             for i in range(50):
                 yield f"Alice {i}"
 
-        batch = client.complete_many(_model(api), prompts(), concurrency=4, return_exceptions=True)
+        batch = client.complete_many(MODELS[api], prompts(), concurrency=4, return_exceptions=True)
         pending = asyncio.create_task(anext(batch))
         await _until_arrived(sb, 4)
         pending.cancel()

@@ -25,8 +25,8 @@ from schemathesis.specs.openapi.checks import ignored_auth, positive_data_accept
 
 from wrapper.sandbox import Sandbox
 
+from ._clients import GRADIENT_TOKEN, SCALE_KEY
 from ._schemas import SPECS, spec
-from .conftest import GRADIENT_TOKEN, SCALE_KEY
 
 MAX_EXAMPLES = 150
 """Per API operation and generation mode (positive, negative)."""

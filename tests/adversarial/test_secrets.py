@@ -19,15 +19,11 @@ import pytest
 
 from wrapper import _retry
 from wrapper.errors import APIError
-from wrapper.gradient import AsyncGradient, Gradient
 from wrapper.sandbox import Sandbox
-from wrapper.scale import AsyncScale, Scale
 
-from .conftest import ACCOUNT_ID, GRADIENT_TOKEN, SCALE_KEY, WORKSPACE_ID
+from ._clients import MODELS, SECRETS, new_client, sandbox_client
 
-SECRETS = (SCALE_KEY, GRADIENT_TOKEN)
-SCALE_MODEL = "llama-3-8b-instruct"
-GRADIENT_MODEL = "nous-hermes2"
+SCALE_MODEL, GRADIENT_MODEL = MODELS["scale"], MODELS["gradient"]
 
 
 class Seen:
@@ -83,18 +79,11 @@ def seen(caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> I
     assert leaked == []
 
 
-def _scale(sb: Sandbox, **options: Any) -> Scale:
-    return Scale(api_key=SCALE_KEY, account_id=ACCOUNT_ID, base_url=sb.scale_base_url, **options)
-
-
-def _gradient(sb: Sandbox, **options: Any) -> Gradient:
-    return Gradient(
-        access_token=GRADIENT_TOKEN, workspace_id=WORKSPACE_ID, base_url=sb.gradient_base_url, **options
-    )
-
-
 def test_a_sync_session_never_shows_a_credential(sb: Sandbox, seen: Seen) -> None:
-    with _scale(sb, timeout=0.2) as scale, _gradient(sb, timeout=0.2) as gradient:
+    with (
+        sandbox_client(sb, "scale", timeout=0.2) as scale,
+        sandbox_client(sb, "gradient", timeout=0.2) as gradient,
+    ):
         seen.add(scale, gradient, scale.with_options(max_retries=0), gradient.with_options(timeout=1.0))
         seen.outcome(scale.complete, SCALE_MODEL, "Alice", max_tokens=4, logprobs=True, top_logprobs=2)
         seen.outcome(lambda: list(scale.stream(SCALE_MODEL, "Alice", max_tokens=4)))
@@ -126,12 +115,8 @@ def test_a_sync_session_never_shows_a_credential(sb: Sandbox, seen: Seen) -> Non
 
 async def test_an_async_session_never_shows_a_credential(sb: Sandbox, seen: Seen) -> None:
     async with (
-        AsyncScale(
-            api_key=SCALE_KEY, account_id=ACCOUNT_ID, base_url=sb.scale_base_url, timeout=0.2
-        ) as scale,
-        AsyncGradient(
-            access_token=GRADIENT_TOKEN, workspace_id=WORKSPACE_ID, base_url=sb.gradient_base_url, timeout=0.2
-        ) as gradient,
+        sandbox_client(sb, "scale", asynchronous=True, timeout=0.2) as scale,
+        sandbox_client(sb, "gradient", asynchronous=True, timeout=0.2) as gradient,
     ):
         seen.add(scale, gradient)
         await seen.aoutcome(scale.complete, SCALE_MODEL, "Alice", max_tokens=4)
@@ -177,17 +162,9 @@ def test_credentials_echoed_back_by_the_server_are_scrubbed(seen: Seen, status: 
     def http() -> httpx.Client:
         return httpx.Client(transport=httpx.MockTransport(_echo), params={"status": status})
 
-    scale = Scale(api_key=SCALE_KEY, base_url="http://echo", max_retries=1, http_client=http())
-    gradient = Gradient(
-        access_token=GRADIENT_TOKEN,
-        workspace_id=WORKSPACE_ID,
-        base_url="http://echo/api",
-        max_retries=1,
-        http_client=http(),
-    )
-    with scale, gradient:
-        for client, model in ((scale, SCALE_MODEL), (gradient, GRADIENT_MODEL)):
+    for api in ("scale", "gradient"):
+        with new_client(api, "http://echo/api", max_retries=1, http_client=http()) as client:
             with pytest.raises(APIError) as caught:
-                client.complete(model, "Alice")
+                client.complete(MODELS[api], "Alice")
             assert any(secret in caught.value.response.text for secret in SECRETS)  # the answer did carry one
             seen.add(caught.value)
