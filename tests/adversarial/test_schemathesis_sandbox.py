@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from urllib.parse import quote
 
 import httpx
 import jsonschema
@@ -153,3 +154,29 @@ def test_requests_without_credentials_are_refused(sandbox: Sandbox, api: str) ->
             )
     assert response.status_code == 401
     assert set(response.json()) == ({"detail"} if api == "scale" else {"type", "message"})
+
+
+@pytest.mark.parametrize("api", ["scale", "gradient"])
+@pytest.mark.parametrize("model", ["a\nb", "nous-hermes2\n", "\n", "a\r\nb"])
+def test_any_model_id_gets_an_answer_in_the_api_error_shape(sandbox: Sandbox, api: str, model: str) -> None:
+    """Found by Schemathesis: an id with a line break must not fall through to a plain-text "Not Found"."""
+    with httpx.Client() as http:
+        if api == "scale":
+            response = http.post(
+                f"{sandbox.scale_base_url}/v4/models/{quote(model, safe='')}/completions",
+                json={"prompt": "hi"},
+                headers={"x-api-key": SCALE_KEY},
+            )
+        else:
+            response = http.post(
+                f"{sandbox.gradient_base_url}/models/{quote(model, safe='')}/complete",
+                json={"query": "hi"},
+                headers={"Authorization": f"Bearer {GRADIENT_TOKEN}", "x-gradient-workspace-id": "ws"},
+            )
+    assert response.status_code in (400, 404)
+    body = response.json()
+    assert (
+        "detail" in body
+        if api == "scale"
+        else body["type"] in ("unknownBaseModel", "queryOrPathParsingError")
+    )
