@@ -30,7 +30,7 @@ from ._tap import Exchange, Tap
 PROMPTS = 2_000
 RATE = 0.055
 """Per fault; four faults drawn independently hit 1 - (1 - RATE)**4, about 20%, of requests."""
-FAULTS = [
+FAULTS: list[dict[str, Any]] = [
     {"status": 429, "retry_after": 0.01},
     {"status": 503},
     {"reset": True},

@@ -94,12 +94,22 @@ class Leaks:
         self.check()
 
 
+class _Collect(logging.Handler):
+    """Keeps the records of WARNING and up in ``records``."""
+
+    def __init__(self, records: list[logging.LogRecord]) -> None:
+        super().__init__(logging.WARNING)
+        self.records = records
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
 @pytest.fixture
 def leaks(sb: Sandbox) -> Iterator[Leaks]:
     """A ``Leaks`` baseline taken now; asyncio's logger is watched (WARNING and up) until the test ends."""
     watch = Leaks(sb)
-    handler = logging.Handler(logging.WARNING)
-    handler.emit = watch.records.append  # type: ignore[method-assign]
+    handler = _Collect(watch.records)
     logger = logging.getLogger("asyncio")
     logger.addHandler(handler)
     try:
