@@ -83,14 +83,9 @@ def complete_many(
     (after the rest are cancelled) unless ``return_exceptions=True``, which yields it as a result.
     Breaking out of the loop (or ``close()``) cancels the work still pending.
     """
-    return complete_jobs(
-        client,
-        model,
-        ((index, prompt, params) for index, prompt in enumerate(prompts)),
-        concurrency=concurrency,
-        ordered=ordered,
-        return_exceptions=return_exceptions,
-    )
+    _check_concurrency(concurrency)
+    jobs = ((index, prompt, params) for index, prompt in enumerate(prompts))
+    return _run(client, model, jobs, concurrency, ordered, return_exceptions)
 
 
 def acomplete_many(
@@ -108,26 +103,27 @@ def acomplete_many(
     Leaving the loop early and closing the iterator (``aclose()``, or ``contextlib.aclosing``) cancels
     the requests in flight.
     """
-    _check_concurrency(concurrency)
     if isinstance(prompts, AsyncIterable):
         jobs: Iterator[Job] | AsyncGenerator[Job, None] = _anumbered(prompts, params)
     else:
         jobs = ((index, prompt, params) for index, prompt in enumerate(prompts))
-    return _arun(client, model, jobs, concurrency, ordered, return_exceptions)
+    return acomplete_jobs(
+        client, model, jobs, concurrency=concurrency, ordered=ordered, return_exceptions=return_exceptions
+    )
 
 
-def complete_jobs(
-    client: SyncCompleter,
+def acomplete_jobs(
+    client: AsyncCompleter,
     model: str,
-    jobs: Iterable[Job],
+    jobs: Iterator[Job] | AsyncGenerator[Job, None],
     *,
     concurrency: int,
     ordered: bool,
     return_exceptions: bool,
-) -> Generator[BatchResult, None, None]:
-    """``complete_many`` over explicit jobs, each with its own index and parameters (the CLI's batch)."""
+) -> AsyncGenerator[BatchResult, None]:
+    """``acomplete_many`` over explicit jobs, each with its own index and parameters (the CLI's batch)."""
     _check_concurrency(concurrency)
-    return _run(client, model, jobs, concurrency, ordered, return_exceptions)
+    return _arun(client, model, jobs, concurrency, ordered, return_exceptions)
 
 
 def _check_concurrency(concurrency: int) -> None:

@@ -6,16 +6,18 @@ Exit codes: 0 all done, 1 some prompt failed (or an API error), 2 a usage error.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from wrapper._cli._batch_command import describe, result_line, run_batch
+from wrapper._cli._demo import demo_batch
 from wrapper._cli._inputs import InputLineError
 from wrapper._cli._parser import PROVIDERS, build_parser, flag_params
 
-__all__ = ["main"]
+__all__ = ["demo_batch", "main"]
 
 OK, FAILED, USAGE = 0, 1, 2
 
@@ -33,43 +35,48 @@ def main(argv: Sequence[str] | None = None) -> int:
     params = flag_params(args)
     try:
         check(params)
-        client = _client(args)
+        client = _client(args, asynchronous=args.command == "batch")
     except ValueError as exc:  # a parameter the client refuses, a missing credential
         parser.error(str(exc))
-    with client:
-        try:
-            if args.command == "complete":
+    try:
+        if args.command == "complete":
+            with client:
                 return _complete(client, args, params)
-            return run_batch(
-                client,
-                args.model,
-                args.input,
-                args.output,
-                concurrency=args.concurrency,
-                defaults=params,
-                check=check,
-                show_progress=args.progress,
-            )
-        except KeyboardInterrupt:
-            print("interrupted", file=sys.stderr)
-            return 130
-        except (OSError, ValueError) as exc:  # an unreadable input, a parameter value the client refuses
-            print(f"error: {exc}", file=sys.stderr)
-            return USAGE
+        return asyncio.run(_batch(client, args, params, check))
+    except KeyboardInterrupt:
+        print("interrupted: run the same command again to resume", file=sys.stderr)
+        return 130
+    except (OSError, ValueError) as exc:  # an unreadable input, an empty prompt
+        print(f"error: {exc}", file=sys.stderr)
+        return USAGE
 
 
-def _client(args: argparse.Namespace) -> Any:
-    """The provider's sync client from the flags given, the rest from its env vars."""
+async def _batch(client: Any, args: argparse.Namespace, params: dict[str, Any], check: Any) -> int:
+    async with client:
+        return await run_batch(
+            client,
+            args.model,
+            args.input,
+            args.output,
+            concurrency=args.concurrency,
+            defaults=params,
+            check=check,
+            show_progress=args.progress,
+        )
+
+
+def _client(args: argparse.Namespace, *, asynchronous: bool) -> Any:
+    """The provider's client (async for a batch) from the flags given, the rest from its env vars."""
     options = {keyword: getattr(args, keyword) for _, keyword, _ in PROVIDERS[args.provider][0]}
     options.update(base_url=args.base_url, timeout=args.timeout, max_retries=args.max_retries)
     options = {name: value for name, value in options.items() if value is not None}
     if args.provider == "scale":
-        from wrapper.scale import Scale
+        from wrapper.scale import AsyncScale, Scale
 
-        return Scale(**options)
-    from wrapper.gradient import Gradient
+        return (AsyncScale if asynchronous else Scale)(**options)
+    from wrapper.gradient import AsyncGradient, Gradient
 
-    return Gradient(**options)
+    return (AsyncGradient if asynchronous else Gradient)(**options)
 
 
 def _param_checker(provider: str) -> Callable[[dict[str, Any]], None]:

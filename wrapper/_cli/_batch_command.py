@@ -6,13 +6,13 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
-from wrapper._batch import complete_jobs
+from wrapper._batch import acomplete_jobs
 from wrapper._cli._inputs import InputLineError, count_inputs, read_jobs
 from wrapper._cli._progress import progress
 from wrapper._cli._results import ResultFile
 
 if TYPE_CHECKING:
-    from wrapper._batch import SyncCompleter
+    from wrapper._batch import AsyncCompleter
     from wrapper._results import Completion
 
 __all__ = ["describe", "error_line", "result_line", "run_batch"]
@@ -38,8 +38,8 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}{f' ({status})' if status else ''}: {exc}"
 
 
-def run_batch(
-    client: SyncCompleter,
+async def run_batch(
+    client: AsyncCompleter,
     model: str,
     input_path: str,
     output_path: str,
@@ -73,15 +73,17 @@ def run_batch(
             finish(error_line(index, exc))
 
         jobs = read_jobs(input_path, skip=skip, defaults=defaults, check=check, on_bad=bad)
+        batch = acomplete_jobs(
+            client, model, jobs, concurrency=concurrency, ordered=False, return_exceptions=True
+        )
         try:
-            for result in complete_jobs(
-                client, model, jobs, concurrency=concurrency, ordered=False, return_exceptions=True
-            ):
+            async for result in batch:
                 if result.error is not None:
                     finish(error_line(result.index, result.error))
                 elif result.completion is not None:
                     finish(result_line(result.index, result.completion))
         finally:
+            await batch.aclose()
             jobs.close()
             bar.close()
     skipped = f"{counts['skipped']} skipped (already in {output_path}"
