@@ -12,6 +12,10 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
+node_modules/.installed: package-lock.json  # Prism, the contract tests' spec-driven mock server
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 install: $(BIN)/.installed
 
 regen: install  ## regenerate generated/ from specs/ and print what changed in the public surface
@@ -25,7 +29,7 @@ lint: install  ## ruff (lint and format) and mypy --strict on the hand-written c
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy --strict wrapper
 
-test: check-regen lint  ## everything CI runs
+test: check-regen lint node_modules/.installed  ## everything CI runs
 	$(BIN)/python -m pytest -q
 
 demo: install  ## the main job: the sandbox and both clients, end to end
