@@ -6,6 +6,8 @@ import json
 import tracemalloc
 from pathlib import Path
 
+import pytest
+
 from wrapper._cli._results import ResultFile
 
 
@@ -24,11 +26,14 @@ def test_resume_drops_a_partial_last_line_and_knows_what_is_done(tmp_path: Path)
     assert [json.loads(line)["index"] for line in lines] == [0, 2, 5]
 
 
-def test_lines_that_are_not_results_are_ignored_not_fatal(tmp_path: Path, capsys: object) -> None:
+def test_lines_that_are_not_results_are_ignored_not_fatal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "out.jsonl"
     out.write_text('garbage\n{"index": -1}\n[1]\n{"index": 3}\n')
     with ResultFile(str(out)) as results:
         assert [i for i in range(5) if results.done(i)] == [3]
+    assert capsys.readouterr().err.count("not a result line; ignored") == 3
 
 
 def test_a_new_file_is_created_and_each_result_is_one_complete_line(tmp_path: Path) -> None:
@@ -39,6 +44,14 @@ def test_a_new_file_is_created_and_each_result_is_one_complete_line(tmp_path: Pa
         assert not results.done(0)
     assert out.read_bytes().count(b"\n") == 1
     assert json.loads(out.read_text())["text"] == "é\nnewline inside"
+
+
+def test_two_runs_cannot_write_the_same_file_at_once(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    with ResultFile(str(out)), pytest.raises(OSError, match="another batch"):
+        ResultFile(str(out))
+    with ResultFile(str(out)):  # free again once the first is closed
+        pass
 
 
 def test_the_done_set_of_200000_inputs_stays_small(tmp_path: Path) -> None:

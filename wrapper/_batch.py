@@ -12,7 +12,8 @@ import asyncio
 import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterable, Callable, Generator, Iterable, Iterator, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
+from queue import SimpleQueue
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import attrs
@@ -186,10 +187,6 @@ class _Window(Generic[F]):
     def add(self, future: F, index: int) -> None:
         self._pending[future] = index
 
-    def awaited(self) -> list[F]:
-        """What to wait for next: the oldest request when ordered, else any of them."""
-        return [next(iter(self._pending))] if self._ordered else list(self._pending)
-
     def pop_done(self) -> list[tuple[int, F]]:
         """Remove and return the finished requests that may be handed back now."""
         done = []
@@ -266,15 +263,18 @@ def _run(
     budget = client.max_retries
     gate = _Gate()
     window: _Window[Future[Completion]] = _Window(ordered)
+    finished: SimpleQueue[object] = SimpleQueue()
     pending_jobs = iter(jobs)
     executor = ThreadPoolExecutor(concurrency, thread_name_prefix="complete_many")
     try:
         while True:
             while len(window) < concurrency and (job := next(pending_jobs, None)) is not None:
-                window.add(executor.submit(_attempt, call, model, _checked(job), budget, gate), job[0])
+                future = executor.submit(_attempt, call, model, _checked(job), budget, gate)
+                future.add_done_callback(finished.put)
+                window.add(future, job[0])
             if not window:
                 return
-            wait(window.awaited(), return_when=FIRST_COMPLETED)
+            finished.get()  # one more has finished (or one already handed back: then this round yields none)
             for index, future in window.pop_done():
                 yield _result(index, future, keep)
     finally:
@@ -325,16 +325,19 @@ async def _arun(
     budget = client.max_retries
     gate = _AsyncGate()
     window: _Window[asyncio.Task[Completion]] = _Window(ordered)
+    finished: asyncio.Queue[object] = asyncio.Queue()
     try:
         while True:
             while len(window) < concurrency:
                 job = await anext(jobs, None) if isinstance(jobs, AsyncGenerator) else next(jobs, None)
                 if job is None:
                     break
-                window.add(asyncio.create_task(_aattempt(call, model, _checked(job), budget, gate)), job[0])
+                task = asyncio.create_task(_aattempt(call, model, _checked(job), budget, gate))
+                task.add_done_callback(finished.put_nowait)
+                window.add(task, job[0])
             if not window:
                 return
-            await asyncio.wait(window.awaited(), return_when=asyncio.FIRST_COMPLETED)
+            await finished.get()
             for index, task in window.pop_done():
                 yield _result(index, task, keep)
     finally:

@@ -44,7 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _complete(client, args, params)
         return asyncio.run(_batch(client, args, params, check))
     except KeyboardInterrupt:
-        print("interrupted: run the same command again to resume", file=sys.stderr)
+        print(
+            "interrupted" + (": run it again to resume" if args.command == "batch" else ""), file=sys.stderr
+        )
         return 130
     except (OSError, ValueError) as exc:  # an unreadable input, an empty prompt
         print(f"error: {exc}", file=sys.stderr)

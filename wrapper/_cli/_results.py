@@ -3,11 +3,13 @@
 Each result is appended as one ``os.write`` of a complete line to an ``O_APPEND`` descriptor, so a
 kill (even SIGKILL) leaves at worst one partial last line. Opening the file again drops that partial
 line and marks every index already there as done, in a bitmap: a bit per input, not a set of ints,
-so memory stays in the kilobytes for hundreds of thousands of inputs.
+so memory stays in the kilobytes for hundreds of thousands of inputs. An exclusive ``flock`` keeps
+a second run from writing the same file at the same time.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import sys
@@ -42,10 +44,17 @@ class ResultFile:
         self._failed = _Bits()
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         try:
+            self._lock()
             self._load()
         except BaseException:
             os.close(self._fd)
             raise
+
+    def _lock(self) -> None:
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise OSError(f"{self.path} is being written by another batch") from None
 
     def _load(self) -> None:
         kept = 0  # bytes of complete lines
