@@ -1,5 +1,7 @@
 """complete_many / acomplete_many against the sandbox on a real socket."""
 
+# ruff: noqa: F811  (the shared fixtures are imported, then named as parameters)
+
 from __future__ import annotations
 
 import asyncio
@@ -8,6 +10,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from sandbox_fixtures import _no_faults_left, sandbox  # noqa: F401
 
 from wrapper import BatchResult
 from wrapper.errors import BadRequestError
@@ -19,18 +22,11 @@ SCALE_MODEL = "llama-3-8b-instruct"
 GRADIENT_MODEL = "nous-hermes2"
 
 
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    with Sandbox(seed=0) as sb:
-        yield sb
-
-
 @pytest.fixture
-def sb(sandbox: Sandbox) -> Iterator[Sandbox]:
-    sandbox.clear_faults()
+def sb(sandbox: Sandbox) -> Sandbox:
+    """The module's sandbox, with no fault queued and its request counts reset."""
     sandbox.reset_stats()
-    yield sandbox
-    sandbox.clear_faults()
+    return sandbox
 
 
 @pytest.fixture

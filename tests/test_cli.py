@@ -1,5 +1,7 @@
 """``python -m wrapper`` against the sandbox: complete, batch (resume after SIGKILL), exit codes."""
 
+# ruff: noqa: F811  (the shared fixtures are imported, then named as parameters)
+
 from __future__ import annotations
 
 import json
@@ -8,10 +10,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sandbox_fixtures import _no_faults_left, sandbox  # noqa: F401
 
 from wrapper._cli import main
 from wrapper.sandbox import Sandbox
@@ -19,18 +21,11 @@ from wrapper.sandbox import Sandbox
 MODEL = "llama-3-8b-instruct"
 
 
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    with Sandbox(seed=0) as sb:
-        yield sb
-
-
 @pytest.fixture
-def sb(sandbox: Sandbox) -> Iterator[Sandbox]:
-    sandbox.clear_faults()
+def sb(sandbox: Sandbox) -> Sandbox:
+    """The module's sandbox, with no fault queued and its request counts reset."""
     sandbox.reset_stats()
-    yield sandbox
-    sandbox.clear_faults()
+    return sandbox
 
 
 def _scale_flags(sb: Sandbox) -> list[str]:

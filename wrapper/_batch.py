@@ -44,32 +44,20 @@ class BatchResult:
         return self.error is None
 
 
-class SyncCompleter(Protocol):
-    """What ``complete_many`` needs of a client: ``Scale`` and ``Gradient`` are two."""
+class Completer(Protocol):
+    """What a batch needs of a client: any of the four; ``complete`` is awaited for the async ones."""
 
     @property
     def max_retries(self) -> int: ...
 
-    def with_options(self, *, max_retries: int) -> SyncCompleter: ...
-
-    @property
-    def complete(self) -> Callable[..., Completion]: ...
-
-
-class AsyncCompleter(Protocol):
-    """What ``acomplete_many`` needs of a client: ``AsyncScale`` and ``AsyncGradient`` are two."""
-
-    @property
-    def max_retries(self) -> int: ...
-
-    def with_options(self, *, max_retries: int) -> AsyncCompleter: ...
+    def with_options(self, *, max_retries: int) -> Completer: ...
 
     @property
     def complete(self) -> Callable[..., Any]: ...
 
 
 def complete_many(
-    client: SyncCompleter,
+    client: Completer,
     model: str,
     prompts: Iterable[str],
     *,
@@ -90,7 +78,7 @@ def complete_many(
 
 
 def acomplete_many(
-    client: AsyncCompleter,
+    client: Completer,
     model: str,
     prompts: Iterable[str] | AsyncIterable[str],
     *,
@@ -114,7 +102,7 @@ def acomplete_many(
 
 
 def acomplete_jobs(
-    client: AsyncCompleter,
+    client: Completer,
     model: str,
     jobs: Iterator[Job] | AsyncGenerator[Job, None],
     *,
@@ -239,20 +227,21 @@ class _Gate:
                 raise _Stopped
 
 
-def _attempt(call: Callable[..., Completion], model: str, job: Job, budget: int, gate: _Gate) -> Completion:
+def _attempt(call: Callable[..., Any], model: str, job: Job, budget: int, gate: _Gate) -> Completion:
     _, prompt, params = job
     attempt, own_wait = 0, 0.0
     while True:
         gate.wait(own_wait)
         try:
-            return call(model, prompt, **params)
+            completion: Completion = call(model, prompt, **params)
+            return completion
         except APIError as exc:
             own_wait = _backoff(exc, attempt, budget, gate.pause)
         attempt += 1
 
 
 def _run(
-    client: SyncCompleter,
+    client: Completer,
     model: str,
     jobs: Iterable[Job],
     concurrency: int,
@@ -314,7 +303,7 @@ async def _aattempt(
 
 
 async def _arun(
-    client: AsyncCompleter,
+    client: Completer,
     model: str,
     jobs: Iterator[Job] | AsyncGenerator[Job, None],
     concurrency: int,

@@ -12,7 +12,7 @@ from wrapper._cli._progress import progress
 from wrapper._cli._results import ResultFile
 
 if TYPE_CHECKING:
-    from wrapper._batch import AsyncCompleter
+    from wrapper._batch import Completer
     from wrapper._results import Completion
 
 __all__ = ["describe", "error_line", "result_line", "run_batch"]
@@ -39,7 +39,7 @@ def describe(exc: BaseException) -> str:
 
 
 async def run_batch(
-    client: AsyncCompleter,
+    client: Completer,
     model: str,
     input_path: str,
     output_path: str,
