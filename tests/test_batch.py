@@ -226,6 +226,10 @@ async def test_closing_an_async_batch_early_cancels_the_requests_in_flight(sb: S
 def test_bad_arguments_fail_before_any_request(sb: Sandbox, scale: Scale) -> None:
     with pytest.raises(ValueError, match="concurrency"):
         scale.complete_many(SCALE_MODEL, ["p"], concurrency=0)
+    with pytest.raises(TypeError, match="not one string"):
+        scale.complete_many(SCALE_MODEL, "one prompt")
     with pytest.raises(TypeError, match="strings"):
         list(scale.complete_many(SCALE_MODEL, [b"bytes"]))  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="temperature"):
+        list(scale.complete_many(SCALE_MODEL, ["p"] * 10, temperature=5))
     assert sb.stats().requests == 0

@@ -68,11 +68,13 @@ def complete_many(
 ) -> Generator[BatchResult, None, None]:
     """Complete every prompt with at most ``concurrency`` requests in flight, yielding results as they finish.
 
-    ``ordered=True`` yields them in input order instead. A failed prompt raises its ``APIError``
-    (after the rest are cancelled) unless ``return_exceptions=True``, which yields it as a result.
-    Breaking out of the loop (or ``close()``) cancels the work still pending.
+    ``prompts`` is read lazily, at most ``concurrency`` ahead of the results handed back. ``ordered=True``
+    yields results in input order instead. A failed prompt raises its ``APIError`` (after the rest
+    are cancelled) unless ``return_exceptions=True``, which yields it as a result. Each prompt gets
+    the client's ``max_retries``; a 429 pauses every worker until its Retry-After has passed.
+    Breaking out of the loop (or ``close()``) stops the batch; requests already sent are let finish.
     """
-    _check_concurrency(concurrency)
+    _check_arguments(prompts, concurrency)
     jobs = ((index, prompt, params) for index, prompt in enumerate(prompts))
     return _run(client, model, jobs, concurrency, ordered, return_exceptions)
 
@@ -92,6 +94,7 @@ def acomplete_many(
     Leaving the loop early and closing the iterator (``aclose()``, or ``contextlib.aclosing``) cancels
     the requests in flight.
     """
+    _check_arguments(prompts, concurrency)
     if isinstance(prompts, AsyncIterable):
         jobs: Iterator[Job] | AsyncGenerator[Job, None] = _anumbered(prompts, params)
     else:
@@ -111,11 +114,13 @@ def acomplete_jobs(
     return_exceptions: bool,
 ) -> AsyncGenerator[BatchResult, None]:
     """``acomplete_many`` over explicit jobs, each with its own index and parameters (the CLI's batch)."""
-    _check_concurrency(concurrency)
+    _check_arguments(jobs, concurrency)
     return _arun(client, model, jobs, concurrency, ordered, return_exceptions)
 
 
-def _check_concurrency(concurrency: int) -> None:
+def _check_arguments(prompts: object, concurrency: int) -> None:
+    if isinstance(prompts, str):
+        raise TypeError("prompts must be an iterable of strings, not one string")
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise ValueError(f"concurrency must be a positive integer, got {concurrency!r}")
 
