@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from sandbox_fixtures import _no_faults_left, sandbox  # noqa: F401
 
-from wrapper._cli import main
+from wrapper._cli import demo_batch, main
 from wrapper.sandbox import Sandbox
 
 MODEL = "llama-3-8b-instruct"
@@ -230,3 +230,19 @@ def test_an_api_error_exits_1_and_never_shows_the_secret(sb: Sandbox) -> None:
     assert run.returncode == 1
     assert "BadRequestError (400)" in run.stderr
     assert "sekrit" not in run.stderr + run.stdout
+
+
+def test_sandbox_hands_every_argument_to_the_sandbox(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["sandbox", "--help"])
+    assert exited.value.code == 0
+    assert "python -m wrapper.sandbox" in capsys.readouterr().out
+
+
+def test_the_demo_batch_runs_and_resumes(sb: Sandbox, capsys: pytest.CaptureFixture[str]) -> None:
+    assert demo_batch(sb.scale_base_url, count=20) == 0
+    out, err = capsys.readouterr()
+    assert out.count('{"index": ') == 3
+    assert "20/20" in err  # the progress bar
+    assert "0 done, 0 failed, 20 skipped" in err  # the second run
+    assert sb.stats().requests == 20

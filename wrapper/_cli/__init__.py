@@ -24,13 +24,14 @@ OK, FAILED, USAGE = 0, 1, 2
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return its exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command == "sandbox":
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["sandbox"]:  # all the rest is the sandbox's, --help included
         from wrapper.sandbox.__main__ import main as sandbox_main
 
-        sandbox_main(args.args)
+        sandbox_main(argv[1:])
         return OK
+    parser = build_parser()
+    args = parser.parse_args(argv)
     check = _param_checker(args.provider)
     params = flag_params(args)
     try:

@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _complete_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("prompt")
+    parser.add_argument("prompt", help="the text to complete")
     parser.add_argument("--stream", action="store_true", help="print the text as it is generated")
     parser.add_argument("--json", action="store_true", help="print the result as a JSON line, as batch does")
 
@@ -60,7 +60,9 @@ def _batch_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-o", "--output", metavar="OUTPUT.jsonl", required=True, help="results; re-run to resume"
     )
-    parser.add_argument("--concurrency", type=_positive, default=16, help="requests in flight (16)")
+    parser.add_argument(
+        "--concurrency", type=_positive, default=16, metavar="N", help="requests in flight at most (16)"
+    )
     parser.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
@@ -74,22 +76,24 @@ def _client_args(parser: argparse.ArgumentParser, provider: str) -> None:
     group.add_argument("--base-url", help=f"API base URL (${_BASE_URL_ENV[provider]})")
     for flag, keyword, env in PROVIDERS[provider][0]:
         group.add_argument(flag, dest=keyword, metavar=keyword.upper(), help=f"(${env})")
-    group.add_argument("--timeout", type=float, help="seconds per request")
-    group.add_argument("--max-retries", type=_natural, help="retries per prompt")
+    group.add_argument("--timeout", type=float, metavar="SECONDS", help="per request")
+    group.add_argument("--max-retries", type=_natural, metavar="N", help="retries per prompt (2)")
 
 
 def _param_args(parser: argparse.ArgumentParser, provider: str) -> None:
     group = parser.add_argument_group("generation parameters (batch: defaults for every line)")
-    group.add_argument("--max-tokens", type=_positive, help=PROVIDERS[provider][1])
-    group.add_argument("--temperature", type=float)
-    group.add_argument("--top-k", type=_natural if provider == "gradient" else float)
-    group.add_argument("--top-p", type=float)
+    most = f"tokens to generate at most ({PROVIDERS[provider][1]})"
+    group.add_argument("--max-tokens", type=_positive, metavar="N", help=most)
+    group.add_argument("--temperature", type=float, metavar="T")
+    group.add_argument("--top-k", type=_natural if provider == "gradient" else float, metavar="K")
+    group.add_argument("--top-p", type=float, metavar="P")
     if provider == "scale":
-        group.add_argument(
-            "--stop", action="append", dest="stop_sequences", help="stop sequence (repeatable)"
-        )
+        stop = "stop sequence (repeatable)"
+        group.add_argument("--stop", action="append", dest="stop_sequences", metavar="TEXT", help=stop)
     else:
-        group.add_argument("--guidance", action="append", help="a choice the output must be (repeatable)")
+        group.add_argument(
+            "--guidance", action="append", metavar="CHOICE", help="a choice the output must be (repeatable)"
+        )
     group.add_argument(
         "--param",
         action="append",
