@@ -4,11 +4,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+import pty
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -246,3 +251,28 @@ def test_the_demo_batch_runs_and_resumes(sb: Sandbox, capsys: pytest.CaptureFixt
     assert "20/20" in err  # the progress bar
     assert "0 done, 0 failed, 20 skipped" in err  # the second run
     assert sb.stats().requests == 20
+
+
+def test_on_a_terminal_the_progress_bar_shows_by_itself(sb: Sandbox, tmp_path: Path) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_inputs(inputs, 10)
+    terminal, stderr = pty.openpty()
+    fcntl.ioctl(stderr, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # rows, columns
+    command = [sys.executable, "-m", "wrapper", "batch", "scale", MODEL, str(inputs), "-o", str(output)]
+    with subprocess.Popen([*command, *_scale_flags(sb)], stderr=stderr, stdout=subprocess.DEVNULL) as run:
+        os.close(stderr)
+        shown = b""
+        with contextlib.suppress(OSError):  # EIO once the child has closed its end
+            while chunk := os.read(terminal, 4096):
+                shown += chunk
+    os.close(terminal)
+    assert run.returncode == 0
+    assert b"10/10" in shown
+    assert b"prompt/s" in shown
+
+
+def test_the_command_line_imports_tqdm_and_the_sandbox_only_when_needed() -> None:
+    heavy = "{'tqdm', 'wrapper.sandbox', 'aiohttp'}"
+    probe = f"import sys, wrapper.__main__; print(sorted({heavy} & set(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == "[]"
