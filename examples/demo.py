@@ -1,5 +1,12 @@
 """Both clients against the local sandbox: no network, no account. Run with ``make demo``."""
 
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
 from wrapper.errors import ContentFlaggedError
 from wrapper.gradient import Gradient
 from wrapper.sandbox import Sandbox
@@ -39,7 +46,31 @@ def main() -> None:
                 print(chunk.text, end="", flush=True)
                 if chunk.finish_reason:
                     print(f"\n  ({chunk.response_tokens} tokens, finish reason {chunk.finish_reason!r})")
+
+        batch(sandbox.scale_base_url)
     print("\nSandbox stopped.")
+
+
+def batch(scale_url: str, count: int = 200) -> None:
+    """``count`` prompts through the command line's resumable batch, with its progress bar, twice."""
+    openings = ["Alice", "The White Rabbit", "The Dodo", "The Queen", "The little door"]
+    with tempfile.TemporaryDirectory() as tmp:
+        prompts, results = Path(tmp, "prompts.jsonl"), Path(tmp, "results.jsonl")
+        lines = (json.dumps({"prompt": f"{openings[i % len(openings)]} ({i})"}) for i in range(count))
+        prompts.write_text("\n".join(lines) + "\n")
+        command = ["batch", "scale", "llama-3-8b-instruct", "prompts.jsonl", "-o", "results.jsonl",
+                   "--concurrency", "16", "--max-tokens", "12", "--progress",
+                   "--base-url", scale_url]  # fmt: skip
+        env = os.environ | {"SGP_API_KEY": "demo"}
+        print(f"\n$ python -m wrapper {' '.join(command)}", flush=True)
+        subprocess.run([sys.executable, "-m", "wrapper", *command], cwd=tmp, env=env, check=False)
+        for line in results.read_text().splitlines()[:3]:
+            print(f"  {line}")
+        print(
+            "The same command again: every prompt is already in results.jsonl, so nothing is sent.",
+            flush=True,
+        )
+        subprocess.run([sys.executable, "-m", "wrapper", *command], cwd=tmp, env=env, check=False)
 
 
 if __name__ == "__main__":

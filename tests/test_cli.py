@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from sandbox_fixtures import _no_faults_left, sandbox  # noqa: F401
 
-from wrapper._cli import demo_batch, main
+from wrapper._cli import main
 from wrapper.sandbox import Sandbox
 
 MODEL = "llama-3-8b-instruct"
@@ -242,15 +242,6 @@ def test_sandbox_hands_every_argument_to_the_sandbox(capsys: pytest.CaptureFixtu
         main(["sandbox", "--help"])
     assert exited.value.code == 0
     assert "python -m wrapper.sandbox" in capsys.readouterr().out
-
-
-def test_the_demo_batch_runs_and_resumes(sb: Sandbox, capsys: pytest.CaptureFixture[str]) -> None:
-    assert demo_batch(sb.scale_base_url, count=20) == 0
-    out, err = capsys.readouterr()
-    assert out.count('{"index": ') == 3
-    assert "20/20" in err  # the progress bar
-    assert "0 done, 0 failed, 20 skipped" in err  # the second run
-    assert sb.stats().requests == 20
 
 
 def test_on_a_terminal_the_progress_bar_shows_by_itself(sb: Sandbox, tmp_path: Path) -> None:

@@ -65,9 +65,10 @@ def test_the_cli_serves_both_apis(server_url: str) -> None:
 
 def test_the_demo_shows_both_clients_and_exits_0() -> None:
     demo = Path(__file__).resolve().parents[1] / "examples" / "demo.py"
-    out = subprocess.run(
-        [sys.executable, str(demo)], capture_output=True, text=True, timeout=60, check=True
-    ).stdout
+    run = subprocess.run([sys.executable, str(demo)], capture_output=True, text=True, timeout=60, check=True)
     for expected in ("Gradient completion", "guided choice", "ContentFlaggedError", "Scale completion",
-                     "Scale stream", "finish reason", "Sandbox stopped."):  # fmt: skip
-        assert expected in out
+                     "Scale stream", "finish reason", '{"index": ', "Sandbox stopped."):  # fmt: skip
+        assert expected in run.stdout
+    assert "200/200" in run.stderr  # the batch's progress bar
+    assert "200 done, 0 failed, 0 skipped" in run.stderr
+    assert "0 done, 0 failed, 200 skipped" in run.stderr  # the re-run resumes: nothing left to do

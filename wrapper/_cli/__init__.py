@@ -13,11 +13,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from wrapper._cli._batch_command import describe, result_line, run_batch
-from wrapper._cli._demo import demo_batch
 from wrapper._cli._inputs import InputLineError
 from wrapper._cli._parser import PROVIDERS, build_parser, flag_params
 
-__all__ = ["demo_batch", "main"]
+__all__ = ["main"]
 
 OK, FAILED, USAGE = 0, 1, 2
 
