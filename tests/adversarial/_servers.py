@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -26,12 +27,24 @@ def free_port() -> int:
         return port
 
 
-def _accepts(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+def _started(process: subprocess.Popen[bytes], log: IO[str]) -> bool:
+    """Wait until Prism says it listens (True), or exits or takes too long (False)."""
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while time.monotonic() < deadline and process.poll() is None:
+        log.seek(0)
+        if "Prism is listening" in log.read():
             return True
-    except OSError:
-        return False
+        time.sleep(0.05)
+    return False
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 @contextmanager
@@ -39,34 +52,27 @@ def prism(spec: str, *args: str) -> Iterator[str]:
     """Run ``prism mock specs/<spec>`` on a free port and yield its URL; fail (never skip) if it can't."""
     if not PRISM.exists():
         pytest.fail(f"Prism is not installed at {PRISM.relative_to(ROOT)}: {INSTALL_HINT}", pytrace=False)
-    port = free_port()
-    command = [
-        str(PRISM),
-        "mock",
-        "--port",
-        str(port),
-        "--host",
-        "127.0.0.1",
-        *args,
-        str(ROOT / "specs" / spec),
-    ]
-    with tempfile.TemporaryFile("w+") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-        try:
-            deadline = time.monotonic() + STARTUP_TIMEOUT
-            while not _accepts(port):
-                if process.poll() is not None or time.monotonic() > deadline:
-                    log.seek(0)
-                    pytest.fail(
-                        f"Prism did not start on {spec} (exit code {process.poll()}):\n{log.read()[-2000:]}",
-                        pytrace=False,
-                    )
-                time.sleep(0.05)
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            process.terminate()
+    logs = []
+    for _ in range(3):  # another process may take the port between our choosing it and Prism binding it
+        port = free_port()
+        command = [
+            str(PRISM),
+            "mock",
+            "--port",
+            str(port),
+            "--host",
+            "127.0.0.1",
+            *args,
+            str(ROOT / "specs" / spec),
+        ]
+        with tempfile.TemporaryFile("a+") as log:  # O_APPEND: Prism writes at the end whatever we read
+            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
             try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+                if _started(process, log):
+                    yield f"http://127.0.0.1:{port}"
+                    return
+            finally:
+                _stop(process)
+            log.seek(0)
+            logs.append(f"exit code {process.returncode}:\n{log.read()[-2000:]}")
+    pytest.fail(f"Prism did not start on {spec}:\n" + "\n".join(logs), pytrace=False)
