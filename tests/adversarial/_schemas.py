@@ -9,9 +9,22 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
 SPECS = Path(__file__).resolve().parents[2] / "specs"
+
+
+def fuzz_settings(max_examples: int) -> settings:
+    """Hypothesis settings: ``max_examples`` per property, no deadline, no slow "explain" phase."""
+    return settings(
+        max_examples=max_examples,
+        deadline=None,
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+
+
 MAX_ITEMS = 4  # the length of generated arrays whose schema sets no maxItems: keeps the run small
 
 JSON_SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20)

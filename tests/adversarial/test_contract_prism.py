@@ -288,19 +288,9 @@ def test_prism_reports_requests_that_break_the_spec(
 async def test_async_clients_send_what_the_specs_allow(prism_scale: str, prism_gradient: str) -> None:
     """The async clients, on their default aiohttp transport, build the same requests."""
     scale_tap, gradient_tap = Tap(AiohttpTransport()), Tap(AiohttpTransport())
-    scale = new_client(
-        "scale",
-        prism_scale,
-        asynchronous=True,
-        max_retries=0,
-        http_client=httpx.AsyncClient(transport=scale_tap),
-    )
-    gradient = new_client(
-        "gradient",
-        prism_gradient,
-        asynchronous=True,
-        max_retries=0,
-        http_client=httpx.AsyncClient(transport=gradient_tap),
+    scale, gradient = (
+        new_client(api, url, asynchronous=True, max_retries=0, http_client=httpx.AsyncClient(transport=tap))
+        for api, url, tap in (("scale", prism_scale, scale_tap), ("gradient", prism_gradient, gradient_tap))
     )
     async with scale, gradient:
         scale_all = {name: values[-1] for name, values in SCALE_FIELDS.items()}

@@ -17,19 +17,14 @@ from urllib.parse import quote
 
 import httpx
 import jsonschema
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from ._clients import GRADIENT_TOKEN, SCALE_KEY, WORKSPACE_ID, new_client
-from ._schemas import JSON_VALUES, from_schema, schema, spec
+from ._schemas import JSON_VALUES, from_schema, fuzz_settings, schema, spec
 
 EXAMPLES = 300
-fuzz = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+fuzz = fuzz_settings(EXAMPLES)
 
 JUNK = (
     JSON_VALUES
@@ -127,45 +122,55 @@ def _outcome(call: Callable[[], Any], requests: list[httpx.Request]) -> str:
     return "sent"
 
 
+APIS: dict[str, tuple[dict[str, Field], Any, str, str, dict[str, Any]]] = {
+    "scale": (SCALE_ARGUMENTS, SCALE_BODY, "prompt", "http://scale", {"completions": [["p", ["ok"]]]}),
+    "gradient": (
+        GRADIENT_ARGUMENTS,
+        GRADIENT_BODY,
+        "query",
+        "http://gradient/api",
+        {"finishReason": "stop", "generatedOutput": "ok"},
+    ),
+}
+"""Per API: its keyword arguments, its body's validator, the prompt's field, a base URL, a success body."""
+
+
+def _sent(api: str, kwargs: dict[str, Any], prompt: str, model: str) -> httpx.Request | None:
+    """The request ``complete`` sent, checked to carry exactly the body the arguments describe, which the
+    spec allows; or None when the client refused them, checked to be refused before sending, for cause."""
+    fields, validator, field, url, success = APIS[api]
+    requests: list[httpx.Request] = []
+    with new_client(api, url, max_retries=0, http_client=_capture(requests, success)) as client:
+        outcome = _outcome(lambda: client.complete(model, prompt, **kwargs), requests)
+    known = {name: value for name, value in kwargs.items() if name in fields}
+    body = _body({field: prompt}, fields, known)
+    # Scale's spec allows an empty prompt; the clients' issue asks that it be refused there too.
+    forbidden = body is None or not validator.is_valid(body) or prompt == ""
+    if known != kwargs:  # an unknown name: TypeError, unless a bad value was checked first
+        assert outcome == "TypeError" or (outcome == "ValueError" and forbidden), kwargs
+        return None
+    if forbidden:
+        assert outcome == "ValueError", body
+        return None
+    assert outcome == "sent"
+    assert json.loads(requests[0].content) == body
+    return requests[0]
+
+
 @fuzz
 @given(kwargs=_arguments(SCALE_ARGUMENTS), prompt=st.text(), model=st.text(min_size=1))
 def test_scale_sends_exactly_what_the_spec_allows(kwargs: dict[str, Any], prompt: str, model: str) -> None:
-    requests: list[httpx.Request] = []
-    http = _capture(requests, {"completions": [[prompt, ["ok"]]]})
-    with new_client("scale", "http://scale", max_retries=0, http_client=http) as scale:
-        outcome = _outcome(lambda: scale.complete(model, prompt, **kwargs), requests)
-    known = {name: value for name, value in kwargs.items() if name in SCALE_ARGUMENTS}
-    body = _body({"prompt": prompt}, SCALE_ARGUMENTS, known)
-    # The spec allows an empty prompt; the clients' issue asks that it be refused.
-    forbidden = body is None or not SCALE_BODY.is_valid(body) or prompt == ""
-    if known != kwargs:  # an unknown name: TypeError, unless a bad value was checked first
-        assert outcome == "TypeError" or (outcome == "ValueError" and forbidden), kwargs
-    elif forbidden:
-        assert outcome == "ValueError", body
-    else:
-        assert outcome == "sent"
-        assert json.loads(requests[0].content) == body
-        assert requests[0].url.raw_path.decode() == f"/v4/models/{quote(model, safe='')}/completions"
-        assert requests[0].headers["x-api-key"] == SCALE_KEY
+    request = _sent("scale", kwargs, prompt, model)
+    if request is not None:
+        assert request.url.raw_path.decode() == f"/v4/models/{quote(model, safe='')}/completions"
+        assert request.headers["x-api-key"] == SCALE_KEY
 
 
 @fuzz
 @given(kwargs=_arguments(GRADIENT_ARGUMENTS), prompt=st.text(), model=st.text(min_size=1))
 def test_gradient_sends_exactly_what_the_spec_allows(kwargs: dict[str, Any], prompt: str, model: str) -> None:
-    requests: list[httpx.Request] = []
-    http = _capture(requests, {"finishReason": "stop", "generatedOutput": "ok"})
-    with new_client("gradient", "http://g/api", max_retries=0, http_client=http) as gradient:
-        outcome = _outcome(lambda: gradient.complete(model, prompt, **kwargs), requests)
-    known = {name: value for name, value in kwargs.items() if name in GRADIENT_ARGUMENTS}
-    body = _body({"query": prompt}, GRADIENT_ARGUMENTS, known)
-    forbidden = body is None or not GRADIENT_BODY.is_valid(body)
-    if known != kwargs:  # an unknown name: TypeError, unless a bad value was checked first
-        assert outcome == "TypeError" or (outcome == "ValueError" and forbidden), kwargs
-    elif forbidden:
-        assert outcome == "ValueError", body
-    else:
-        assert outcome == "sent"
-        assert json.loads(requests[0].content) == body
-        assert requests[0].url.raw_path.decode() == f"/api/models/{quote(model, safe='')}/complete"
-        assert requests[0].headers["authorization"] == f"Bearer {GRADIENT_TOKEN}"
-        assert requests[0].headers["x-gradient-workspace-id"] == WORKSPACE_ID
+    request = _sent("gradient", kwargs, prompt, model)
+    if request is not None:
+        assert request.url.raw_path.decode() == f"/api/models/{quote(model, safe='')}/complete"
+        assert request.headers["authorization"] == f"Bearer {GRADIENT_TOKEN}"
+        assert request.headers["x-gradient-workspace-id"] == WORKSPACE_ID

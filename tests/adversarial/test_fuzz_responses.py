@@ -15,7 +15,7 @@ from typing import Any
 from unittest import mock
 
 import httpx
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from wrapper import Completion, CompletionChunk, _retry
@@ -31,15 +31,10 @@ from wrapper.errors import (
 
 from ._clients import new_client
 from ._expect import GRADIENT_TYPES, STATUSES, gradient_error_class
-from ._schemas import JSON_VALUES, from_schema, mutated, schema
+from ._schemas import JSON_VALUES, from_schema, fuzz_settings, mutated, schema
 
 EXAMPLES = 200
-fuzz = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],  # no slow "explain" phase
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+fuzz = fuzz_settings(EXAMPLES)
 
 SCALE = "scale.yaml"
 GRADIENT = "gradient.json"

@@ -11,20 +11,15 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from wrapper.sandbox import Sandbox
 
-from ._schemas import JSON_VALUES
+from ._schemas import JSON_VALUES, fuzz_settings
 
 EXAMPLES = 100
-fuzz = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
-    suppress_health_check=[HealthCheck.too_slow],
-)
+fuzz = fuzz_settings(EXAMPLES)
 KEYS = [
     "status",
     "retry_after",

@@ -16,22 +16,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from wrapper import Completion, CompletionChunk
 from wrapper.errors import APIError
 
 from ._clients import MODELS, new_client
-from ._schemas import from_schema, mutated, schema
+from ._schemas import from_schema, fuzz_settings, mutated, schema
 
 EXAMPLES = 150
-fuzz = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+fuzz = fuzz_settings(EXAMPLES)
 TIMEOUT = 2.0
 
 STATUS_LINES = st.sampled_from(

@@ -131,6 +131,13 @@ def _async_client(sb: Sandbox, api: str, transport: str) -> Any:
     return sandbox_client(sb, api, asynchronous=True, http_client=http)
 
 
+async def _cancelled(task: asyncio.Task[Any]) -> None:
+    """Cancel ``task`` and see it end by that cancellation."""
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
 async def _until_arrived(sb: Sandbox, count: int = 1) -> None:
     """Wait until ``count`` requests reached the sandbox since the test began (its stats were reset)."""
     while sb.stats().requests < count:  # noqa: ASYNC110 - the sandbox offers no event to wait on
@@ -151,9 +158,7 @@ async def test_cancelling_complete_mid_flight_leaves_nothing_open(
     async with client:
         task = asyncio.create_task(client.complete(MODELS[api], "Alice was beginning to get very tired"))
         await _until_arrived(sb)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+        await _cancelled(task)
         # the client still works after a cancelled call
         assert (await client.complete(MODELS[api], "Alice", **_short(api))).text is not None
     await aleaks.acheck()
@@ -176,9 +181,7 @@ async def test_cancelling_a_stream_mid_flight_leaves_nothing_open(
     async with client:
         task = asyncio.create_task(consume())
         await got_one.wait()
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+        await _cancelled(task)
     await aleaks.acheck()
 
 
@@ -195,9 +198,7 @@ async def test_cancelling_a_stream_before_its_headers_leaves_nothing_open(
     async with client:
         task = asyncio.create_task(consume())
         await _until_arrived(sb)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+        await _cancelled(task)
     await aleaks.acheck()
 
 
