@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, Type
 import httpx
 
 from . import _retry
-from ._errors_map import connection_error, invalid
+from ._errors_map import Malformed, connection_error, invalid
 from ._redact import redacted_headers
 from .errors import APIError, APIStatusError
 
 if TYPE_CHECKING:
+    from httpx_aiohttp import AiohttpTransport
     from httpx_sse import ServerSentEvent
 
     from ._batch import BatchResult
@@ -73,8 +74,8 @@ def required(value: str | None, *, env: str, argument: str, client: str) -> str:
 class Wire(Protocol):
     """How one provider's endpoint is spoken, in terms of its generated client."""
 
-    def completion(self, response: httpx.Response) -> Completion:
-        """The result of a successful response."""
+    def parse(self, content: bytes) -> Completion:
+        """The result in a successful response's body; ``Malformed`` if it is not what the spec promises."""
         ...
 
     def status_error(self, response: httpx.Response) -> APIStatusError:
@@ -165,6 +166,12 @@ class _ClientCore:
         return self._http.build_request(
             kwargs["method"], url, json=kwargs["json"], headers=headers, timeout=self._timeout
         )
+
+    def _completion(self, response: httpx.Response) -> Completion:
+        try:
+            return self._wire.parse(response.content)
+        except Malformed as exc:
+            raise exc.at(response) from None
 
     def _outcome(
         self, request: httpx.Request, response: httpx.Response, started: float
@@ -283,13 +290,13 @@ class SyncClient(_ClientCore):
             **params,
         )
 
-    def _complete(self, request: httpx.Request) -> Completion:
-        return self._wire.completion(self._send(request))
+    def _complete(self, kwargs: dict[str, Any]) -> Completion:
+        return self._completion(self._send(self._request(kwargs)))
 
-    def _one_chunk(self, request: httpx.Request) -> Generator[CompletionChunk, None, None]:
+    def _one_chunk(self, kwargs: dict[str, Any]) -> Generator[CompletionChunk, None, None]:
         from ._results import whole
 
-        yield whole(self._complete(request))
+        yield whole(self._complete(kwargs))
 
     def _sse(self, request: httpx.Request, read: ChunkReader) -> Generator[CompletionChunk, None, None]:
         """The chunks of a server-sent-event stream; closing the generator closes the connection."""
@@ -314,6 +321,7 @@ class AsyncClient(_ClientCore):
     """A client over an ``httpx.AsyncClient`` (by default on the aiohttp transport): ``await close()``."""
 
     _http: httpx.AsyncClient
+    _aiohttp: AiohttpTransport | None = None  # the default pool, for _complete's fast lane
     complete: Callable[..., Awaitable[Completion]]  # each provider's, with its own keyword arguments
 
     def __init__(
@@ -332,6 +340,7 @@ class AsyncClient(_ClientCore):
             # costs more than aiohttp itself: requests skip it and go straight to the transport,
             # which the AsyncClient still owns and closes.
             self._transport: httpx.AsyncBaseTransport = AiohttpTransport()
+            self._aiohttp = self._transport
             self._direct = True
             http_client = httpx.AsyncClient(transport=self._transport)
         self._http = http_client
@@ -394,13 +403,34 @@ class AsyncClient(_ClientCore):
             **params,
         )
 
-    async def _complete(self, request: httpx.Request) -> Completion:
-        return self._wire.completion(await self._send(request))
+    async def _complete(self, kwargs: dict[str, Any]) -> Completion:
+        if self._aiohttp is None or logger.isEnabledFor(logging.DEBUG):
+            return self._completion(await self._send(self._request(kwargs)))
+        from ._aiohttp_post import encode_json, post
 
-    async def _one_chunk(self, request: httpx.Request) -> AsyncGenerator[CompletionChunk, None]:
+        url = self._base_url + kwargs["url"]
+        headers = self._headers | kwargs["headers"]
+        content = encode_json(kwargs["json"])
+        retries = 0
+        while True:
+            try:
+                reply = await post(self._aiohttp, url, headers, content, self._timeout)
+            except httpx.TransportError as exc:
+                error: APIError = connection_error(exc, self._request(kwargs))
+            else:
+                if reply.status < 400:
+                    try:
+                        return self._wire.parse(reply.content)
+                    except Malformed as exc:
+                        raise exc.at(reply.response(self._request(kwargs))) from None
+                error = self._wire.status_error(reply.response(self._request(kwargs)))
+            await _retry._asleep(self._delay_or_raise(error, retries))
+            retries += 1
+
+    async def _one_chunk(self, kwargs: dict[str, Any]) -> AsyncGenerator[CompletionChunk, None]:
         from ._results import whole
 
-        yield whole(await self._complete(request))
+        yield whole(await self._complete(kwargs))
 
     async def _sse(self, request: httpx.Request, read: ChunkReader) -> AsyncGenerator[CompletionChunk, None]:
         """The chunks of a server-sent-event stream; ``aclose()`` on the generator closes the connection."""

@@ -84,21 +84,30 @@ def invalid(response: httpx.Response, what: str, event: str | None = None) -> AP
     )
 
 
-def parse_model(
-    from_dict: Callable[[Mapping[str, Any]], T], response: httpx.Response, event: str | None = None
-) -> T:
-    """The response's JSON body (or a stream ``event``'s data) parsed by a generated model's ``from_dict``.
+class Malformed(Exception):
+    """A body (or stream event) that is not what the spec promises; ``at`` names the response it came in."""
 
-    Anything that is not JSON of the model's shape raises ``APIResponseValidationError``.
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
+
+    def at(self, response: httpx.Response, event: str | None = None) -> APIResponseValidationError:
+        """The ``APIResponseValidationError`` for this body in ``response``."""
+        return invalid(response, self.what, event)
+
+
+def parse_model(from_dict: Callable[[Mapping[str, Any]], T], content: bytes | str) -> T:
+    """A JSON body (or a stream event's data) parsed by a generated model's ``from_dict``.
+
+    Anything that is not JSON of the model's shape raises ``Malformed``.
     """
-    content = response.content if event is None else event
     try:
         data = json.loads(content)
     except ValueError:
-        raise invalid(response, "is not JSON", event) from None
+        raise Malformed("is not JSON") from None
     if not isinstance(data, dict):
-        raise invalid(response, "is not a JSON object", event)
+        raise Malformed("is not a JSON object")
     try:
         return from_dict(data)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise invalid(response, f"does not match the spec ({type(exc).__name__}: {exc})", event) from None
+        raise Malformed(f"does not match the spec ({type(exc).__name__}: {exc})") from None

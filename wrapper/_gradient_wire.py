@@ -27,7 +27,7 @@ from generated.gradient.models import (
 )
 
 from . import errors
-from ._errors_map import body_of, invalid, parse_model, status_error
+from ._errors_map import Malformed, body_of, parse_model, status_error
 from ._results import Completion
 from ._validate import boolean, check_params, number, text, texts
 
@@ -86,11 +86,11 @@ class GradientWire:
             _NON_EMPTY("model", model), body=body, x_gradient_workspace_id=self._workspace_id
         )
 
-    def completion(self, response: httpx.Response) -> Completion:
-        """The ``Completion`` of a 200 response (Gradient reports no token counts or logprobs)."""
-        raw = parse_model(CompleteModelSuccess.from_dict, response)
+    def parse(self, content: bytes) -> Completion:
+        """The ``Completion`` in a 200 response's body (Gradient reports no token counts or logprobs)."""
+        raw = parse_model(CompleteModelSuccess.from_dict, content)
         if not isinstance(raw.generated_output, str) or not isinstance(raw.finish_reason, str):
-            raise invalid(response, "has generatedOutput or finishReason that is not a string")
+            raise Malformed("has generatedOutput or finishReason that is not a string")
         return Completion(raw.generated_output, raw.finish_reason, None, None, None, raw=raw)
 
     def status_error(self, response: httpx.Response) -> errors.APIStatusError:

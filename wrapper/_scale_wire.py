@@ -23,7 +23,7 @@ from generated.scale.models.completion_request_v2_reasoning_effort import (
 )
 from generated.scale.types import Unset
 
-from ._errors_map import body_of, invalid, parse_model, status_error
+from ._errors_map import Malformed, body_of, parse_model, status_error
 from ._results import Completion, CompletionChunk, TokenLogprob
 from ._validate import boolean, check_params, mapping, number, one_of, text, texts
 from .errors import APIStatusError, UnprocessableEntityError
@@ -68,10 +68,10 @@ class ScaleWire:
         body = CompletionRequestV2(prompt=_NON_EMPTY("prompt", prompt), **fields)
         return create_completion._get_kwargs(model_deployment_id=_NON_EMPTY("model", model), body=body)
 
-    def completion(self, response: httpx.Response) -> Completion:
-        """The ``Completion`` of a 200 response."""
-        raw = parse_model(CompletionResponse.from_dict, response)
-        return Completion(*_fields(raw, response, None), raw=raw)
+    def parse(self, content: bytes) -> Completion:
+        """The ``Completion`` in a 200 response's body; ``Malformed`` if it is not what the spec says."""
+        raw = parse_model(CompletionResponse.from_dict, content)
+        return Completion(*_fields(raw), raw=raw)
 
     def chunk(self, event: ServerSentEvent, response: httpx.Response) -> CompletionChunk | None:
         """The chunk one stream event carries (None for an empty one); an ``error`` event raises its error."""
@@ -82,8 +82,11 @@ class ScaleWire:
             raise self._error(response, body, status if valid and isinstance(status, int) else 500)
         if not event.data:
             return None
-        raw = parse_model(CompletionResponse.from_dict, response, event.data)
-        return CompletionChunk(*_fields(raw, response, event.data), raw=raw)
+        try:
+            raw = parse_model(CompletionResponse.from_dict, event.data)
+            return CompletionChunk(*_fields(raw), raw=raw)
+        except Malformed as exc:
+            raise exc.at(response, event.data) from None
 
     def status_error(self, response: httpx.Response) -> APIStatusError:
         """The typed error of an error response; a 422 carries its ``(loc, msg, type)`` list."""
@@ -121,11 +124,11 @@ def _validation_errors(body: Any) -> list[tuple[tuple[int | str, ...], str, str]
     return items
 
 
-def _fields(raw: CompletionResponse, response: httpx.Response, event: str | None) -> _Fields:
+def _fields(raw: CompletionResponse) -> _Fields:
     """Text, finish reason, token counts and logprobs of a response, checked against the spec's types."""
 
     def wrong(what: str) -> Exception:
-        return invalid(response, f"has {what}", event)
+        return Malformed(f"has {what}")
 
     text = ""
     if raw.completions:  # [[prompt, [output, ...]], ...]: the first output for the first prompt

@@ -94,7 +94,7 @@ class Gradient(SyncClient):
 
     def complete(self, model: str, prompt: str, **params: Unpack[GradientParams]) -> Completion:
         """Complete ``prompt`` (sent as ``query``) with the base or fine-tuned model ``model``."""
-        return self._complete(self._request(self._wire.request(model, prompt, params)))
+        return self._complete(self._wire.request(model, prompt, params))
 
     def stream(
         self, model: str, prompt: str, **params: Unpack[GradientParams]
@@ -103,7 +103,7 @@ class Gradient(SyncClient):
 
         It is here so that code written for streaming works with both providers.
         """
-        return self._one_chunk(self._request(self._wire.request(model, prompt, params)))
+        return self._one_chunk(self._wire.request(model, prompt, params))
 
 
 class AsyncGradient(AsyncClient):
@@ -130,13 +130,13 @@ class AsyncGradient(AsyncClient):
 
     async def complete(self, model: str, prompt: str, **params: Unpack[GradientParams]) -> Completion:
         """Complete ``prompt`` (sent as ``query``) with the base or fine-tuned model ``model``."""
-        return await self._complete(self._request(self._wire.request(model, prompt, params)))
+        return await self._complete(self._wire.request(model, prompt, params))
 
     def stream(
         self, model: str, prompt: str, **params: Unpack[GradientParams]
     ) -> AsyncGenerator[CompletionChunk, None]:
         """Gradient's API does not stream: this yields the whole output as one chunk once it is complete."""
-        return self._one_chunk(self._request(self._wire.request(model, prompt, params)))
+        return self._one_chunk(self._wire.request(model, prompt, params))
 
 
 _default = DefaultClient(Gradient)

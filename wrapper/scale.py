@@ -99,7 +99,7 @@ class Scale(SyncClient):
 
     def complete(self, model: str, prompt: str, **params: Unpack[ScaleParams]) -> Completion:
         """Complete ``prompt`` with the deployment ``model``."""
-        return self._complete(self._request(self._wire.request(model, prompt, params, stream=False)))
+        return self._complete(self._wire.request(model, prompt, params, stream=False))
 
     def stream(
         self, model: str, prompt: str, **params: Unpack[ScaleParams]
@@ -138,7 +138,7 @@ class AsyncScale(AsyncClient):
 
     async def complete(self, model: str, prompt: str, **params: Unpack[ScaleParams]) -> Completion:
         """Complete ``prompt`` with the deployment ``model``."""
-        return await self._complete(self._request(self._wire.request(model, prompt, params, stream=False)))
+        return await self._complete(self._wire.request(model, prompt, params, stream=False))
 
     def stream(
         self, model: str, prompt: str, **params: Unpack[ScaleParams]
