@@ -96,18 +96,28 @@ class Malformed(Exception):
         return invalid(response, self.what, event)
 
 
-def parse_model(from_dict: Callable[[Mapping[str, Any]], T], content: bytes | str) -> T:
-    """A JSON body (or a stream event's data) parsed by a generated model's ``from_dict``.
-
-    Anything that is not JSON of the model's shape raises ``Malformed``.
-    """
+def json_object(content: bytes | str) -> dict[str, Any]:
+    """A JSON object body (or stream event data); ``Malformed`` if it is anything else."""
     try:
         data = json.loads(content)
     except ValueError:
         raise Malformed("is not JSON") from None
     if not isinstance(data, dict):
         raise Malformed("is not a JSON object")
+    return data
+
+
+def model(from_dict: Callable[[Mapping[str, Any]], T], data: Mapping[str, Any]) -> T:
+    """``data`` parsed by a generated model's ``from_dict``; ``Malformed`` if it does not have its shape."""
     try:
         return from_dict(data)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise Malformed(f"does not match the spec ({type(exc).__name__}: {exc})") from None
+
+
+def parse_model(from_dict: Callable[[Mapping[str, Any]], T], content: bytes | str) -> T:
+    """A JSON body (or a stream event's data) parsed by a generated model's ``from_dict``.
+
+    Anything that is not JSON of the model's shape raises ``Malformed``.
+    """
+    return model(from_dict, json_object(content))

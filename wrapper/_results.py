@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
@@ -10,7 +11,22 @@ if TYPE_CHECKING:
     from generated.gradient.models import CompleteModelSuccess
     from generated.scale.models import CompletionResponse
 
-__all__ = ["Completion", "CompletionChunk", "TokenLogprob", "whole"]
+__all__ = ["Completion", "CompletionChunk", "Deferred", "TokenLogprob", "whole"]
+
+M = TypeVar("M")
+
+
+class Deferred(Generic[M]):
+    """A generated model not built yet: ``from_dict(data)``, run the first time ``raw`` is read.
+
+    Building it costs more than the rest of a result; a stream of thousands of chunks rarely reads it.
+    """
+
+    __slots__ = ("data", "from_dict")
+
+    def __init__(self, from_dict: Callable[[Mapping[str, Any]], M], data: Mapping[str, Any]) -> None:
+        self.from_dict = from_dict
+        self.data = data
 
 
 @attrs.frozen
@@ -28,7 +44,7 @@ class _Result:
 
     Token counts and ``logprobs`` are None where the API does not report them (Gradient never does;
     Scale reports logprobs only when asked with ``logprobs=True``). ``raw`` is the generated model
-    parsed from the response (or stream event).
+    parsed from the response (or stream event), built the first time it is read.
     """
 
     text: str
@@ -36,7 +52,18 @@ class _Result:
     prompt_tokens: int | None
     response_tokens: int | None
     logprobs: tuple[TokenLogprob, ...] | None
-    raw: CompletionResponse | CompleteModelSuccess = attrs.field(eq=False, repr=False)
+    _raw: CompletionResponse | CompleteModelSuccess | Deferred[CompletionResponse] = attrs.field(
+        eq=False, repr=False, alias="raw"
+    )
+
+    @property
+    def raw(self) -> CompletionResponse | CompleteModelSuccess:
+        """The generated model of the response (or stream event) this result was read from."""
+        raw = self._raw
+        if isinstance(raw, Deferred):
+            raw = raw.from_dict(raw.data)
+            object.__setattr__(self, "_raw", raw)  # frozen to callers; filled in once, here
+        return raw
 
 
 @attrs.frozen
@@ -57,5 +84,5 @@ def whole(completion: Completion) -> CompletionChunk:
         completion.prompt_tokens,
         completion.response_tokens,
         completion.logprobs,
-        raw=completion.raw,
+        raw=completion._raw,
     )

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
 import httpx
 from httpx_sse import ServerSentEvent
@@ -23,8 +23,8 @@ from generated.scale.models.completion_request_v2_reasoning_effort import (
 )
 from generated.scale.types import Unset
 
-from ._errors_map import Malformed, body_of, parse_model, status_error
-from ._results import Completion, CompletionChunk, TokenLogprob
+from ._errors_map import Malformed, body_of, json_object, model, status_error
+from ._results import Completion, CompletionChunk, Deferred, TokenLogprob
 from ._validate import boolean, check_params, mapping, number, one_of, text, texts
 from .errors import APIStatusError, UnprocessableEntityError
 
@@ -45,8 +45,6 @@ RULES = {
     "model_request_parameters": mapping(values=(str, int, float, bool)),
 }
 _NON_EMPTY = text(min_length=1)
-
-_Fields = tuple[str, str | None, int | None, int | None, tuple[TokenLogprob, ...] | None]
 
 
 class ScaleWire:
@@ -70,8 +68,7 @@ class ScaleWire:
 
     def parse(self, content: bytes) -> Completion:
         """The ``Completion`` in a 200 response's body; ``Malformed`` if it is not what the spec says."""
-        raw = parse_model(CompletionResponse.from_dict, content)
-        return Completion(*_fields(raw), raw=raw)
+        return _result(Completion, json_object(content))
 
     def chunk(self, event: ServerSentEvent, response: httpx.Response) -> CompletionChunk | None:
         """The chunk one stream event carries (None for an empty one); an ``error`` event raises its error."""
@@ -83,8 +80,7 @@ class ScaleWire:
         if not event.data:
             return None
         try:
-            raw = parse_model(CompletionResponse.from_dict, event.data)
-            return CompletionChunk(*_fields(raw), raw=raw)
+            return _result(CompletionChunk, json_object(event.data))
         except Malformed as exc:
             raise exc.at(response, event.data) from None
 
@@ -124,36 +120,45 @@ def _validation_errors(body: Any) -> list[tuple[tuple[int | str, ...], str, str]
     return items
 
 
-def _fields(raw: CompletionResponse) -> _Fields:
-    """Text, finish reason, token counts and logprobs of a response, checked against the spec's types."""
+R = TypeVar("R", Completion, CompletionChunk)
 
-    def wrong(what: str) -> Exception:
-        return Malformed(f"has {what}")
 
+def _result(cls: type[R], data: dict[str, Any]) -> R:
+    """``cls`` with the fields of a response body, checked against the spec's types.
+
+    The generated model is built now only when logprobs need it; otherwise on first use of ``raw``.
+    """
+    if "completions" not in data:
+        raise Malformed("does not match the spec (KeyError: 'completions')")
+    if data.get("choices"):
+        raw = model(CompletionResponse.from_dict, data)
+        return cls(*_fields(data), _logprobs(raw), raw=raw)
+    return cls(*_fields(data), None, raw=Deferred(CompletionResponse.from_dict, data))
+
+
+def _fields(data: dict[str, Any]) -> tuple[str, str | None, int | None, int | None]:
+    """Text, finish reason and token counts of a response body."""
     text = ""
-    if raw.completions:  # [[prompt, [output, ...]], ...]: the first output for the first prompt
-        pair = raw.completions[0]
+    completions = data["completions"]
+    if completions:  # [[prompt, [output, ...]], ...]: the first output for the first prompt
+        pair = completions[0] if isinstance(completions, list) else None
         if not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[1], list):
-            raise wrong("a completions item that is not a [prompt, [outputs]] pair")
+            raise Malformed("has a completions item that is not a [prompt, [outputs]] pair")
         if pair[1]:
             text = pair[1][0]
             if not isinstance(text, str):
-                raise wrong("a completion that is not a string")
-    finish_reason = None if isinstance(raw.finish_reason, Unset) else raw.finish_reason
+                raise Malformed("has a completion that is not a string")
+    finish_reason = data.get("finish_reason")
     if finish_reason is not None and not isinstance(finish_reason, str):
-        raise wrong("a finish_reason that is not a string")
-    counts: list[int | None] = []
-    for count in (raw.prompt_tokens, raw.response_tokens):
-        if isinstance(count, Unset) or count is None:
-            counts.append(None)
-        elif isinstance(count, int) and not isinstance(count, bool):
-            counts.append(count)
-        else:
-            raise wrong("a token count that is not an integer")
-    return text, finish_reason, counts[0], counts[1], _logprobs(raw, wrong)
+        raise Malformed("has a finish_reason that is not a string")
+    prompt_tokens, response_tokens = data.get("prompt_tokens"), data.get("response_tokens")
+    for count in (prompt_tokens, response_tokens):
+        if count is not None and (not isinstance(count, int) or isinstance(count, bool)):
+            raise Malformed("has a token count that is not an integer")
+    return text, finish_reason, prompt_tokens, response_tokens
 
 
-def _logprobs(raw: CompletionResponse, wrong: Callable[[str], Exception]) -> tuple[TokenLogprob, ...] | None:
+def _logprobs(raw: CompletionResponse) -> tuple[TokenLogprob, ...] | None:
     if isinstance(raw.choices, Unset) or not raw.choices:
         return None
     logprobs = raw.choices[0].logprobs
@@ -169,4 +174,4 @@ def _logprobs(raw: CompletionResponse, wrong: Callable[[str], Exception]) -> tup
             for token in logprobs.content
         )
     except (TypeError, ValueError) as exc:
-        raise wrong(f"logprobs of the wrong type ({exc})") from None
+        raise Malformed(f"has logprobs of the wrong type ({exc})") from None
