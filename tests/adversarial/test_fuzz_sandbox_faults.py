@@ -89,11 +89,13 @@ def test_fault_rules_are_refused_or_obeyed(
     sandbox: Sandbox, http: httpx.Client, options: dict[str, Any]
 ) -> None:
     sandbox.clear_faults()
-    answer = http.post("/_sandbox/faults", json=options)
-    assert answer.status_code in (200, 400), answer.text
-    for api in (SCALE, GRADIENT, SCALE):
-        _call(http, api, None, options)
-    sandbox.clear_faults()
+    try:
+        answer = http.post("/_sandbox/faults", json=options)
+        assert answer.status_code in (200, 400), answer.text
+        for api in (SCALE, GRADIENT, SCALE):
+            _call(http, api, None, options)
+    finally:
+        sandbox.clear_faults()
 
 
 @fuzz
