@@ -17,6 +17,7 @@ keyword arguments (``Sandbox.inject``, ``POST /_sandbox/faults`` JSON). Keys:
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 from dataclasses import dataclass, fields
@@ -75,6 +76,22 @@ _FAULT_KEYS = {f.name for f in fields(Fault)}
 _RULE_KEYS = {"count", "rate", "api", "model"}
 _INT_KEYS = {"status", "retry_after_ms", "cut", "count"}
 _FLOAT_KEYS = {"retry_after", "delay", "pace", "rate"}
+_NULLABLE_KEYS = {"status", "retry_after", "retry_after_ms", "cut", "malformed", "count", "api", "model"}
+
+
+def _checked(key: str, value: Any) -> Any:
+    """``value`` if it has the type option ``key`` takes (options may come as JSON), else ValueError."""
+    if value is None:
+        ok = key in _NULLABLE_KEYS
+    elif key in _INT_KEYS:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif key in _FLOAT_KEYS:
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    else:
+        ok = isinstance(value, bool) if key == "reset" else isinstance(value, str)
+    if not ok:
+        raise ValueError(f"fault option {key} cannot be {value!r}")
+    return value
 
 
 def make_rule(**options: Any) -> Rule:
@@ -82,6 +99,7 @@ def make_rule(**options: Any) -> Rule:
     unknown = set(options) - _FAULT_KEYS - _RULE_KEYS
     if unknown:
         raise ValueError(f"unknown fault option(s): {', '.join(sorted(unknown))}")
+    options = {key: _checked(key, value) for key, value in options.items()}
     rule_options = {k: v for k, v in options.items() if k in _RULE_KEYS}
     if "rate" in options and "count" not in options:
         rule_options["count"] = None
