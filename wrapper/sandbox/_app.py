@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from starlette.applications import Starlette
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -20,6 +21,21 @@ from . import _catalog
 from ._faults import Api, Fault, FaultPlan, make_rule, parse_rule
 from ._lm import Generation, LanguageModel, Sampling, Step
 from ._validate import Invalid, error, gradient_request, scale_request
+
+
+class _Anything(Convertor[str]):
+    """Like Starlette's ``path`` convertor, but a line break too: every model id reaches its API's handler."""
+
+    regex = r"[\s\S]*"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("anything", _Anything())
 
 GRADIENT_STATUS = {
     "bodyParsingError": 400,
@@ -112,8 +128,8 @@ class SandboxApp:
         }
         self._app = Starlette(
             routes=[
-                Route("/api/models/{id:path}/complete", self._gradient, methods=["POST"]),
-                Route("/v4/models/{model_deployment_id:path}/completions", self._scale, methods=["POST"]),
+                Route("/api/models/{id:anything}/complete", self._gradient, methods=["POST"]),
+                Route("/v4/models/{model_deployment_id:anything}/completions", self._scale, methods=["POST"]),
                 Route("/_sandbox/models", self._list_models, methods=["GET"]),
                 Route("/_sandbox/stats", self._stats, methods=["GET", "DELETE"]),
                 Route("/_sandbox/faults", self._faults, methods=["GET", "POST", "DELETE"]),
