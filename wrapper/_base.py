@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, Type
 import httpx
 
 from . import _retry
-from ._errors_map import Malformed, connection_error, invalid
+from ._errors_map import Malformed, connection_error, invalid, is_transport_failure
 from ._redact import redacted_headers
 from .errors import APIError, APIStatusError
 
@@ -188,9 +188,7 @@ class _ClientCore:
             )
         return None if response.status_code < 400 else self._wire.status_error(response)
 
-    def _transport_failed(
-        self, request: httpx.Request, started: float, exc: httpx.TransportError
-    ) -> APIError:
+    def _transport_failed(self, request: httpx.Request, started: float, exc: Exception) -> APIError:
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
                 "%s %s failed after %.3fs: %r",
@@ -257,7 +255,9 @@ class SyncClient(_ClientCore):
                         response.read()
                     finally:
                         response.close()
-            except httpx.TransportError as exc:
+            except Exception as exc:
+                if not is_transport_failure(exc):
+                    raise
                 error: APIError = self._transport_failed(request, started, exc)
             else:
                 failed = self._outcome(request, response, started)
@@ -311,7 +311,9 @@ class SyncClient(_ClientCore):
                 chunk = read(event, response)
                 if chunk is not None:
                     yield chunk
-        except httpx.TransportError as exc:
+        except Exception as exc:
+            if not is_transport_failure(exc):
+                raise
             raise connection_error(exc, response.request) from exc
         finally:
             response.close()
@@ -370,7 +372,9 @@ class AsyncClient(_ClientCore):
                         await response.aread()
                     finally:
                         await response.aclose()
-            except httpx.TransportError as exc:
+            except Exception as exc:
+                if not is_transport_failure(exc):
+                    raise
                 error: APIError = self._transport_failed(request, started, exc)
             else:
                 failed = self._outcome(request, response, started)
@@ -445,7 +449,9 @@ class AsyncClient(_ClientCore):
                 chunk = read(event, response)
                 if chunk is not None:
                     yield chunk
-        except httpx.TransportError as exc:
+        except Exception as exc:
+            if not is_transport_failure(exc):
+                raise
             raise connection_error(exc, response.request) from exc
         finally:
             await response.aclose()

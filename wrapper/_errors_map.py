@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -37,8 +38,19 @@ STATUS_CLASSES: dict[int, type[APIStatusError]] = {
 _EXCERPT = 500
 
 
-def connection_error(exc: httpx.TransportError, request: httpx.Request) -> APIConnectionError:
-    """The ``APIConnectionError`` (``APITimeoutError`` for a timeout) for an httpx transport failure."""
+def is_transport_failure(exc: BaseException) -> bool:
+    """True for what a transport raises when no usable response arrived: httpx's transport errors, a body
+    that does not decode as its Content-Encoding says (``DecodingError``), and the aiohttp errors that
+    httpx-aiohttp passes on unmapped (a bad status line or header)."""
+    if isinstance(exc, httpx.TransportError | httpx.DecodingError):
+        return True
+    # Only the aiohttp transport raises aiohttp's errors, and it has imported aiohttp by then.
+    aiohttp = sys.modules.get("aiohttp")
+    return aiohttp is not None and isinstance(exc, aiohttp.ClientError)
+
+
+def connection_error(exc: Exception, request: httpx.Request) -> APIConnectionError:
+    """The ``APIConnectionError`` (``APITimeoutError`` for a timeout) for a transport failure."""
     # httpx-aiohttp reports every aiohttp connection error (reset, refused, ...) as ConnectTimeout.
     cause = exc.__cause__
     from_aiohttp = type(cause).__module__.startswith("aiohttp") and not isinstance(cause, TimeoutError)
@@ -50,12 +62,20 @@ def connection_error(exc: httpx.TransportError, request: httpx.Request) -> APICo
     return error
 
 
+def text_of(response: httpx.Response) -> str:
+    """The response's text; a body that is not in the charset it declares is read as UTF-8."""
+    try:
+        return response.text
+    except UnicodeError:  # e.g. "charset=utf-16" on a body without a BOM
+        return response.content.decode("utf-8", "replace")
+
+
 def body_of(response: httpx.Response) -> Any:
     """The response's JSON, or its text when it is not JSON."""
     try:
         return json.loads(response.content)
     except ValueError:
-        return response.text
+        return text_of(response)
 
 
 def status_error(
@@ -78,7 +98,7 @@ def status_error(
 
 def invalid(response: httpx.Response, what: str, event: str | None = None) -> APIResponseValidationError:
     """The error for a successful response (or a stream ``event``) that is not what the spec promises."""
-    text = response.text if event is None else event
+    text = text_of(response) if event is None else event
     return APIResponseValidationError(
         f"HTTP {response.status_code} response {what}: {text[:_EXCERPT]!r}", response=response, text=text
     )
