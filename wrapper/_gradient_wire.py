@@ -29,7 +29,7 @@ from generated.gradient.models import (
 from . import errors
 from ._errors_map import Malformed, body_of, parse_model, status_error
 from ._results import Completion
-from ._validate import boolean, check_params, number, text, texts
+from ._validate import boolean, check_params, number, path_segment, text, texts
 
 # The constraints CompleteModelBodyParams states (tests/test_client_validation.py reads them from the spec).
 RULES = {
@@ -83,7 +83,7 @@ class GradientWire:
             fields["rag"] = CompleteModelBodyParamsRag(collection_id=fields.pop("rag_collection"))
         body = CompleteModelBodyParams(query=_NON_EMPTY("prompt", prompt), **fields)
         return complete_model._get_kwargs(
-            _NON_EMPTY("model", model), body=body, x_gradient_workspace_id=self._workspace_id
+            path_segment("model", model), body=body, x_gradient_workspace_id=self._workspace_id
         )
 
     def parse(self, content: bytes) -> Completion:

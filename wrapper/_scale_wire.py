@@ -25,7 +25,7 @@ from generated.scale.types import Unset
 
 from ._errors_map import Malformed, body_of, json_object, model, status_error
 from ._results import Completion, CompletionChunk, Deferred, TokenLogprob
-from ._validate import boolean, check_params, mapping, number, one_of, text, texts
+from ._validate import boolean, check_params, mapping, number, one_of, path_segment, text, texts
 from .errors import APIStatusError, UnprocessableEntityError
 
 # The constraints CompletionRequestV2 states (tests/test_client_validation.py reads them from the spec).
@@ -64,7 +64,7 @@ class ScaleWire:
         if stream:
             fields["stream"] = True
         body = CompletionRequestV2(prompt=_NON_EMPTY("prompt", prompt), **fields)
-        return create_completion._get_kwargs(model_deployment_id=_NON_EMPTY("model", model), body=body)
+        return create_completion._get_kwargs(model_deployment_id=path_segment("model", model), body=body)
 
     def parse(self, content: bytes) -> Completion:
         """The ``Completion`` in a 200 response's body; ``Malformed`` if it is not what the spec says."""

@@ -69,6 +69,15 @@ def text(*, min_length: int = 0, max_length: int | None = None) -> Rule:
     return check
 
 
+def path_segment(name: str, value: Any) -> Any:
+    """A non-empty string that can be one segment of a URL path: not "." or "..", which URLs resolve away
+    (the request would go to another path)."""
+    text(min_length=1)(name, value)
+    if value in (".", ".."):
+        raise ValueError(f"{name} cannot be {value!r}: a URL path resolves it away")
+    return value
+
+
 def boolean(name: str, value: Any) -> Any:
     """``True`` or ``False``."""
     if not isinstance(value, bool):
