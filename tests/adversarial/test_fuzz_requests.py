@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import httpx
 import jsonschema
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ._clients import GRADIENT_TOKEN, SCALE_KEY, WORKSPACE_ID, new_client
@@ -26,6 +26,7 @@ from ._schemas import JSON_VALUES, from_schema, fuzz_settings, schema, spec
 EXAMPLES = 300
 fuzz = fuzz_settings(EXAMPLES)
 
+MODEL_IDS = st.text(min_size=1) | st.sampled_from([".", "..", "a/b", "../x", "%2E", "?", "#"])
 JUNK = (
     JSON_VALUES
     | st.sampled_from([math.nan, math.inf, -math.inf, 1.0, 2**64, -1, b"bytes", ("a", "b"), {"a"}, "x" * 40])
@@ -88,17 +89,17 @@ def _arguments(fields: dict[str, Field]) -> st.SearchStrategy[dict[str, Any]]:
 
 
 def _body(base: dict[str, Any], fields: dict[str, Field], kwargs: dict[str, Any]) -> dict[str, Any] | None:
-    """The body the arguments describe, or None if the spec forbids it (or JSON can't carry it)."""
+    """The body the arguments describe, as JSON would carry it (a tuple is a list), or None if JSON can't."""
     body = dict(base)
     for name, value in kwargs.items():
         if value is not None:
             key, sent = fields[name][1](value)
             body[key] = sent
     try:
-        json.dumps(body, allow_nan=False)
+        carried: dict[str, Any] = json.loads(json.dumps(body, allow_nan=False))
     except (TypeError, ValueError):
         return None
-    return body
+    return carried
 
 
 def _capture(requests: list[httpx.Request], success: dict[str, Any]) -> httpx.Client:
@@ -144,8 +145,9 @@ def _sent(api: str, kwargs: dict[str, Any], prompt: str, model: str) -> httpx.Re
         outcome = _outcome(lambda: client.complete(model, prompt, **kwargs), requests)
     known = {name: value for name, value in kwargs.items() if name in fields}
     body = _body({field: prompt}, fields, known)
-    # Scale's spec allows an empty prompt; the clients' issue asks that it be refused there too.
-    forbidden = body is None or not validator.is_valid(body) or prompt == ""
+    # Scale's spec allows an empty prompt; the clients' issue asks that it be refused there too. A model id
+    # "." or ".." can't be a path segment: URLs resolve it away, and the request would go to another path.
+    forbidden = body is None or not validator.is_valid(body) or prompt == "" or model in (".", "..")
     if known != kwargs:  # an unknown name: TypeError, unless a bad value was checked first
         assert outcome == "TypeError" or (outcome == "ValueError" and forbidden), kwargs
         return None
@@ -158,7 +160,8 @@ def _sent(api: str, kwargs: dict[str, Any], prompt: str, model: str) -> httpx.Re
 
 
 @fuzz
-@given(kwargs=_arguments(SCALE_ARGUMENTS), prompt=st.text(), model=st.text(min_size=1))
+@given(kwargs=_arguments(SCALE_ARGUMENTS), prompt=st.text(), model=MODEL_IDS)
+@example(kwargs={}, prompt="p", model="..")
 def test_scale_sends_exactly_what_the_spec_allows(kwargs: dict[str, Any], prompt: str, model: str) -> None:
     request = _sent("scale", kwargs, prompt, model)
     if request is not None:
@@ -167,7 +170,8 @@ def test_scale_sends_exactly_what_the_spec_allows(kwargs: dict[str, Any], prompt
 
 
 @fuzz
-@given(kwargs=_arguments(GRADIENT_ARGUMENTS), prompt=st.text(), model=st.text(min_size=1))
+@given(kwargs=_arguments(GRADIENT_ARGUMENTS), prompt=st.text(), model=MODEL_IDS)
+@example(kwargs={}, prompt="p", model=".")
 def test_gradient_sends_exactly_what_the_spec_allows(kwargs: dict[str, Any], prompt: str, model: str) -> None:
     request = _sent("gradient", kwargs, prompt, model)
     if request is not None:
