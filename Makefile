@@ -13,7 +13,7 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 node_modules/.installed: package-lock.json  # Prism, the contract tests' spec-driven mock server
-	npm ci --no-audit --no-fund --loglevel=error
+	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $@
 
 install: $(BIN)/.installed
