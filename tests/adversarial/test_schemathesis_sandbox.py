@@ -14,6 +14,7 @@ one that sends none.
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from urllib.parse import quote
 
@@ -25,6 +26,7 @@ from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import ignored_auth, positive_data_acceptance
 
 from wrapper.sandbox import Sandbox
+from wrapper.sandbox._catalog import FAIL_TRIGGER
 
 from ._clients import GRADIENT_TOKEN, SCALE_KEY
 from ._schemas import SPECS, spec
@@ -46,6 +48,8 @@ def _load(name: str) -> schemathesis.BaseSchema:
         max_examples=MAX_EXAMPLES,
         with_security_parameters=False,
     )
+    if os.environ.get("CI"):  # repeatable under CI, as the hypothesis properties are (see _schemas.py)
+        loaded.config.seed = 0
     return loaded
 
 
@@ -100,8 +104,14 @@ def test_scale(case: schemathesis.Case, sandbox: Sandbox) -> None:
     headers = {"x-api-key": SCALE_KEY}
     response = case.call(base_url=sandbox.scale_base_url, headers=headers)
     seen["scale", _mode(case), response.status_code] += 1
-    assert response.status_code < 500, response.text
     streamed = isinstance(case.body, dict) and case.body.get("stream") is True
+    prompt = case.body.get("prompt") if isinstance(case.body, dict) else None
+    if isinstance(prompt, str) and FAIL_TRIGGER in prompt:  # the documented failure: 500 or an error event
+        assert response.status_code in (200, 422, 500), response.text
+        if streamed and response.status_code == 200:
+            _check_stream(response)
+        return
+    assert response.status_code < 500, response.text
     if _mode(case) == "positive":
         assert not _rejects_valid_data("scale", response), response.text
     if streamed and response.status_code == 200:
