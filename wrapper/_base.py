@@ -36,6 +36,7 @@ DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0)
 DEFAULT_MAX_RETRIES = 2
 
 logger = logging.getLogger("wrapper")
+T = TypeVar("T")
 
 
 class NotGiven:
@@ -111,7 +112,7 @@ class _ClientCore:
     """Settings, options and the parts of sending that do no I/O, for sync and async clients alike."""
 
     _http: httpx.Client | httpx.AsyncClient
-    _direct = False  # True: requests go straight to the transport (see AsyncClient)
+    _aiohttp: AiohttpTransport | None = None  # the async default pool, which requests reach directly
 
     def __init__(self, wire: Wire, settings: Settings, timeout: Timeout, max_retries: int) -> None:
         self._wire = wire
@@ -158,7 +159,7 @@ class _ClientCore:
         if stream:
             headers["Accept"] = "text/event-stream"
         url = _url(self._base_url + kwargs["url"])
-        if self._direct:  # the default async pool: no httpx.AsyncClient defaults to merge
+        if self._aiohttp is not None:  # the default async pool: no httpx.AsyncClient defaults to merge
             timeout = {"timeout": self._timeout.as_dict()}
             return httpx.Request(
                 kwargs["method"], url, json=kwargs["json"], headers=headers, extensions=timeout
@@ -173,10 +174,8 @@ class _ClientCore:
         except Malformed as exc:
             raise exc.at(response) from None
 
-    def _outcome(
-        self, request: httpx.Request, response: httpx.Response, started: float
-    ) -> APIStatusError | None:
-        """None for a success, else the typed error; logged at DEBUG either way."""
+    def _succeeded(self, request: httpx.Request, response: httpx.Response, started: float) -> httpx.Response:
+        """``response`` if it is a success, else its typed error raised; logged at DEBUG either way."""
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
                 "%s %s -> %d in %.3fs; request headers %s",
@@ -186,7 +185,9 @@ class _ClientCore:
                 time.perf_counter() - started,
                 redacted_headers(request.headers),
             )
-        return None if response.status_code < 400 else self._wire.status_error(response)
+        if response.status_code >= 400:
+            raise self._wire.status_error(response)
+        return response
 
     def _transport_failed(self, request: httpx.Request, started: float, exc: Exception) -> APIError:
         if logger.isEnabledFor(logging.DEBUG):
@@ -243,10 +244,21 @@ class SyncClient(_ClientCore):
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
-        """The successful response to ``request``, retrying as ``_retry`` says; else the typed error."""
+    def _retrying(self, attempt: Callable[[], T]) -> T:
+        """``attempt()`` until it returns; its typed errors are retried as ``_retry`` says, else raised."""
         retries = 0
         while True:
+            try:
+                return attempt()
+            except APIError as error:
+                delay = self._delay_or_raise(error, retries)
+            _retry._sleep(delay)
+            retries += 1
+
+    def _send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
+        """The successful response to ``request``, retrying as ``_retry`` says; else the typed error."""
+
+        def attempt() -> httpx.Response:
             started = time.perf_counter()
             try:
                 response = self._http.send(request, stream=stream)
@@ -258,14 +270,10 @@ class SyncClient(_ClientCore):
             except Exception as exc:
                 if not is_transport_failure(exc):
                     raise
-                error: APIError = self._transport_failed(request, started, exc)
-            else:
-                failed = self._outcome(request, response, started)
-                if failed is None:
-                    return response
-                error = failed
-            _retry._sleep(self._delay_or_raise(error, retries))
-            retries += 1
+                raise self._transport_failed(request, started, exc) from exc
+            return self._succeeded(request, response, started)
+
+        return self._retrying(attempt)
 
     def complete_many(
         self,
@@ -323,7 +331,6 @@ class AsyncClient(_ClientCore):
     """A client over an ``httpx.AsyncClient`` (by default on the aiohttp transport): ``await close()``."""
 
     _http: httpx.AsyncClient
-    _aiohttp: AiohttpTransport | None = None  # the default pool, for _complete's fast lane
     complete: Callable[..., Awaitable[Completion]]  # each provider's, with its own keyword arguments
 
     def __init__(
@@ -341,10 +348,8 @@ class AsyncClient(_ClientCore):
             # httpx.AsyncClient's own per-request work (merging defaults, auth and redirect flows)
             # costs more than aiohttp itself: requests skip it and go straight to the transport,
             # which the AsyncClient still owns and closes.
-            self._transport: httpx.AsyncBaseTransport = AiohttpTransport()
-            self._aiohttp = self._transport
-            self._direct = True
-            http_client = httpx.AsyncClient(transport=self._transport)
+            self._aiohttp = AiohttpTransport()
+            http_client = httpx.AsyncClient(transport=self._aiohttp)
         self._http = http_client
 
     async def close(self) -> None:
@@ -357,14 +362,25 @@ class AsyncClient(_ClientCore):
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
-    async def _send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
-        """The successful response to ``request``, retrying as ``_retry`` says; else the typed error."""
+    async def _retrying(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        """``await attempt()`` until it returns; its typed errors are retried as ``_retry`` says."""
         retries = 0
         while True:
+            try:
+                return await attempt()
+            except APIError as error:
+                delay = self._delay_or_raise(error, retries)
+            await _retry._asleep(delay)
+            retries += 1
+
+    async def _send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
+        """The successful response to ``request``, retrying as ``_retry`` says; else the typed error."""
+
+        async def attempt() -> httpx.Response:
             started = time.perf_counter()
             try:
-                if self._direct:
-                    response = await self._transport.handle_async_request(request)
+                if self._aiohttp is not None:
+                    response = await self._aiohttp.handle_async_request(request)
                 else:
                     response = await self._http.send(request, stream=True)
                 if not stream or response.status_code >= 400:
@@ -375,14 +391,10 @@ class AsyncClient(_ClientCore):
             except Exception as exc:
                 if not is_transport_failure(exc):
                     raise
-                error: APIError = self._transport_failed(request, started, exc)
-            else:
-                failed = self._outcome(request, response, started)
-                if failed is None:
-                    return response
-                error = failed
-            await _retry._asleep(self._delay_or_raise(error, retries))
-            retries += 1
+                raise self._transport_failed(request, started, exc) from exc
+            return self._succeeded(request, response, started)
+
+        return await self._retrying(attempt)
 
     def complete_many(
         self,
@@ -412,24 +424,23 @@ class AsyncClient(_ClientCore):
             return self._completion(await self._send(self._request(kwargs)))
         from ._aiohttp_post import encode_json, post
 
-        url = self._base_url + kwargs["url"]
+        transport, url = self._aiohttp, self._base_url + kwargs["url"]
         headers = self._headers | kwargs["headers"]
         content = encode_json(kwargs["json"])
-        retries = 0
-        while True:
+
+        async def attempt() -> Completion:
             try:
-                reply = await post(self._aiohttp, url, headers, content, self._timeout)
+                reply = await post(transport, url, headers, content, self._timeout)
             except httpx.TransportError as exc:
-                error: APIError = connection_error(exc, self._request(kwargs))
-            else:
-                if reply.status < 400:
-                    try:
-                        return self._wire.parse(reply.content)
-                    except Malformed as exc:
-                        raise exc.at(reply.response(self._request(kwargs))) from None
-                error = self._wire.status_error(reply.response(self._request(kwargs)))
-            await _retry._asleep(self._delay_or_raise(error, retries))
-            retries += 1
+                raise connection_error(exc, self._request(kwargs)) from exc
+            if reply.status >= 400:
+                raise self._wire.status_error(reply.response(self._request(kwargs)))
+            try:
+                return self._wire.parse(reply.content)
+            except Malformed as exc:
+                raise exc.at(reply.response(self._request(kwargs))) from None
+
+        return await self._retrying(attempt)
 
     async def _one_chunk(self, kwargs: dict[str, Any]) -> AsyncGenerator[CompletionChunk, None]:
         from ._results import whole
