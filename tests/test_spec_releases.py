@@ -1,4 +1,4 @@
-"""Vendor releases applied to a copy of the project: ``scripts/regen.py`` there, then its tests, and no other edit.
+"""Vendor releases applied to a copy of the project: ``scripts/regen.py`` there, its tests, no other edit.
 
 Each release edits the copy's specs/, regenerates once, then runs the copy's spec-driven tests and
 a check of the new thing through the copy's public API (sync and async clients against a local
@@ -132,7 +132,8 @@ def test_a_new_bounded_scale_field_and_a_tightened_bound(tmp_path: Path) -> None
             done = cli("scale", "m", "hi", "--param", "{NEW}=4", "--base-url", server.url, "--api-key", "k")
             assert done.returncode == 0, done.stderr
             assert server.requests[-1][3]["{NEW}"] == 4
-            refused = cli("scale", "m", "hi", "--param", "{NEW}=40", "--base-url", server.url, "--api-key", "k")
+            args = ["--base-url", server.url, "--api-key", "k"]
+            refused = cli("scale", "m", "hi", "--param", "{NEW}=40", *args)
             assert refused.returncode == 2
             assert "{NEW}" in refused.stderr
 
@@ -280,7 +281,8 @@ def test_a_31_nullable_enum_and_a_nullable_inline_response_object(tmp_path: Path
             with pytest.raises(ValueError, match="{NEW}"):
                 await call(client.complete("m", "hi", {NEW}="slow"))
 
-            done = cli("scale", "m", "hi", "--param", "{NEW}=auto", "--base-url", server.url, "--api-key", "k")
+            args = ["--base-url", server.url, "--api-key", "k"]
+            done = cli("scale", "m", "hi", "--param", "{NEW}=auto", *args)
             assert done.returncode == 0, done.stderr
             out = mypy(
                 "from wrapper.scale import Scale\\n"
@@ -293,7 +295,8 @@ def test_a_31_nullable_enum_and_a_nullable_inline_response_object(tmp_path: Path
         def test_the_sandbox_accepts_the_enum() -> None:
             with Sandbox() as sandbox, httpx.Client(base_url=sandbox.url, timeout=10) as http:
                 url, headers = "/v4/models/m/completions", {{"x-api-key": "k"}}
-                ok = http.post(url, headers=headers, json={{"prompt": "hi", "{NEW}": "flex", "max_tokens": 2}})
+                body = {{"prompt": "hi", "{NEW}": "flex", "max_tokens": 2}}
+                ok = http.post(url, headers=headers, json=body)
                 assert ok.status_code == 200, ok.text
                 bad = http.post(url, headers=headers, json={{"prompt": "hi", "{NEW}": "slow"}})
                 assert bad.status_code == 422, bad.text
