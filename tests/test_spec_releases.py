@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from helpers import ROOT, SPEC_FILES
 
@@ -28,6 +29,7 @@ RELEVANT = (
     "tests/test_generated.py",
     "tests/test_normalize.py",
 )
+pytestmark = pytest.mark.timeout(900)  # a regen and a test run of the copy each
 NEW = "zz_release_field"  # a field no spec has today
 
 # Shared by every release's check module: run the CLI and mypy in the copy.
