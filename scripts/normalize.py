@@ -123,13 +123,13 @@ def _hoist_nullable_objects(name: str, schemas: dict[str, Any]) -> None:
             raise NormalizationError(
                 path, f"its nullable inline schema would be named {hoisted}, as another is"
             )
-        if isinstance(schema, dict) and schema.get("nullable"):  # 3.0
-            schemas[hoisted] = inner
-            properties[prop] = {"allOf": [{"$ref": REF_PREFIX + hoisted}], "nullable": True}
+        schemas[hoisted] = inner
+        ref = {"$ref": REF_PREFIX + hoisted}
+        if schema.get("nullable"):  # 3.0
+            properties[prop] = {"allOf": [ref], "nullable": True}
         else:  # 3.1
-            schemas[hoisted] = inner
             outer = {key: schema[key] for key in NAME_KEYS if key in schema}
-            properties[prop] = {**outer, "anyOf": [{"$ref": REF_PREFIX + hoisted}, {"type": "null"}]}
+            properties[prop] = {**outer, "anyOf": [ref, {"type": "null"}]}
 
 
 def _is_null(schema: Any) -> bool:

@@ -1,5 +1,6 @@
 """`make regen` end to end: the real generator on modified copies of the specs, in a temp directory."""
 
+import json
 import shutil
 import subprocess
 import sys
@@ -100,3 +101,18 @@ def test_a_generator_warning_fails_the_run(tmp_path: Path) -> None:
     assert result.returncode != 0
     assert "failed or warned" in result.stderr
     assert not (tmp_path / "out").exists()  # nothing written when any spec fails
+
+
+def test_a_spec_it_cannot_normalise_fails_naming_the_schema_path(tmp_path: Path) -> None:
+    spec = json.loads((ROOT / "specs" / "gradient.json").read_text())
+    variants = spec["components"]["schemas"]["CompleteModelError"]["oneOf"]
+    variants.append(variants[0])  # a tag given twice
+    modified = tmp_path / "gradient.json"
+    modified.write_text(json.dumps(spec))
+
+    result = regen("--out", str(tmp_path / "out"), "--spec", f"gradient={modified}")
+
+    assert result.returncode != 0
+    assert f"#/components/schemas/CompleteModelError/oneOf/{len(variants) - 1}: " in result.stderr
+    assert "tag" in result.stderr
+    assert not (tmp_path / "out").exists()
