@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from normalize import HTTP_METHODS, REF_PREFIX, pascal_case, snake_case
+from normalize import HTTP_METHODS, REF_PREFIX, pascal_case, snake_case, variant_tag
 from overrides import Api
 
 HEADER = "Written by scripts/regen.py from {spec} and scripts/overrides.py; never edited by hand."
@@ -271,15 +271,17 @@ def error_variants(spec: dict[str, Any], api: Api) -> list[tuple[str, str, str, 
             continue
         for media in resolve(spec, response).get("content", {}).values():
             union = resolve(spec, media.get("schema"))
-            mapping = (union.get("discriminator") or {}).get("mapping", {}) if isinstance(union, dict) else {}
-            for tag, ref in mapping.items():
-                if tag in {v[0] for v in variants}:
-                    continue
-                name = api.error_names.get(tag) or re.sub(r"(?<!Error)$", "Error", pascal_case(tag))
-                parent = api.error_parents.get(tag) or next(
-                    (p for pattern, p in api.error_parent_patterns if re.search(pattern, tag)), None
+            members = (union.get("oneOf") or union.get("anyOf") or []) if isinstance(union, dict) else []
+            for member in members:
+                tag = variant_tag(resolve(spec, member))
+                if tag is None or tag[1] in {v[0] for v in variants} or "$ref" not in member:
+                    continue  # untagged (no class: its body raises the status class), or seen
+                name = api.error_names.get(tag[1]) or re.sub(r"(?<!Error)$", "Error", pascal_case(tag[1]))
+                parent = api.error_parents.get(tag[1]) or next(
+                    (p for pattern, p in api.error_parent_patterns if re.search(pattern, tag[1])), None
                 )
-                variants.append((tag, ref.removeprefix(REF_PREFIX), name, parent or str(api.error_base)))
+                model = member["$ref"].removeprefix(REF_PREFIX)
+                variants.append((tag[1], model, name, parent or str(api.error_base)))
     return variants
 
 

@@ -164,7 +164,7 @@ def _nullable_inner(schema: Any) -> dict[str, Any] | None:
     return None
 
 
-def _variant_tag(variant: Any) -> tuple[str, str] | None:
+def variant_tag(variant: Any) -> tuple[str, str] | None:
     """The (property, value) pair that names an inline object variant, if it has exactly one."""
     if not isinstance(variant, dict) or "$ref" in variant or variant.get("type") != "object":
         return None
@@ -188,7 +188,7 @@ def _hoist_tagged_variants(name: str, schemas: dict[str, Any]) -> None:
         variants = schema.get(keyword)
         if not isinstance(variants, list) or not variants:
             continue
-        tags = [_variant_tag(variant) for variant in variants]
+        tags = [variant_tag(variant) for variant in variants]
         props = {tag[0] for tag in tags if tag is not None}
         if len(props) != 1:
             continue  # no tags, or tags in different properties: left as the vendor wrote it

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from normalize import HTTP_METHODS, normalize, pascal_case, snake_case
+from normalize import HTTP_METHODS, normalize, pascal_case, snake_case, variant_tag
 from overrides import APIS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,8 +103,8 @@ def sample(doc: dict[str, Any], schema: Any) -> Any:
     return "value"
 
 
-def error_variants(api: str = "gradient") -> dict[str, dict[str, Any]]:
-    """Each tagged error body of the operation's error responses: tag -> its schema."""
+def error_variants(api: str = "gradient") -> dict[str, tuple[str, dict[str, Any]]]:
+    """Each tagged error body of the operation's errors: tag -> (its schema's name, the schema)."""
     doc = spec(api)
     found = {}
     for status, response in operation(doc, api)["responses"].items():
@@ -112,8 +112,10 @@ def error_variants(api: str = "gradient") -> dict[str, dict[str, Any]]:
             continue
         for media in response.get("content", {}).values():
             union = resolve(doc, media["schema"])
-            for tag, ref in union.get("discriminator", {}).get("mapping", {}).items():
-                found[tag] = resolve(doc, {"$ref": ref})
+            for member in union.get("oneOf") or union.get("anyOf") or []:
+                tag = variant_tag(resolve(doc, member))
+                if tag is not None:
+                    found[tag[1]] = (member["$ref"].rsplit("/", 1)[1], resolve(doc, member))
     return found
 
 

@@ -30,7 +30,7 @@ VALIDATION_PAYLOAD = {
 }
 GRADIENT_ERRORS = [
     (tag, {**sample(GRADIENT, schema), "type": tag}, getattr(errors, error_class_name(tag)))
-    for tag, schema in error_variants().items()
+    for tag, (_, schema) in error_variants().items()
 ]
 STATUS_CLASSES = [
     (400, errors.BadRequestError),
