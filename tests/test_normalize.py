@@ -20,11 +20,19 @@ def test_gradient_error_variants_are_named_after_their_type_with_a_discriminator
     union = schemas["CompleteModelError"]
     names = [ref["$ref"].removeprefix(REF) for ref in union["oneOf"]]
     published = GRADIENT["components"]["schemas"]["CompleteModelError"]["oneOf"]
-    tags = [variant["properties"]["type"]["enum"][0] for variant in published]
-    expected = [pascal_case(tag) + ("" if tag.endswith("Error") else "Error") for tag in tags]
+    tags = [variant.get("properties", {}).get("type", {}).get("enum", [None])[0] for variant in published]
+    expected = [
+        pascal_case(tag) + ("" if tag.endswith("Error") else "Error")
+        if tag
+        else pascal_case(variant.get("title", "")) or f"CompleteModelErrorVariant{index + 1}"
+        for index, (tag, variant) in enumerate(zip(tags, published, strict=True))
+    ]
     assert names == expected
-    assert union["discriminator"]["propertyName"] == "type"
-    assert union["discriminator"]["mapping"]["flaggedContent"] == REF + "FlaggedContentError"
+    if all(tags):
+        assert union["discriminator"]["propertyName"] == "type"
+        assert union["discriminator"]["mapping"] == {t: REF + n for t, n in zip(tags, names, strict=True)}
+    else:  # a union with untagged variants has no discriminator
+        assert "discriminator" not in union
     for name, variant in zip(names, published, strict=True):
         assert schemas[name] == variant  # moved, not altered
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
@@ -15,7 +15,7 @@ from generated.gradient.params import KEYWORDS, PROMPT
 from ._errors_map import Malformed, body_of, parse_model, status_error
 from ._exceptions import APIStatusError, GradientError
 from ._results import Completion
-from ._validate import body_fields, check_params, path_segment, prompt_rule, rules
+from ._validate import WireBody, body_fields, check_params, path_segment, prompt_rule, rules
 
 # The constraints the spec states for each keyword argument (generated/gradient/params.py).
 RULES = rules(KEYWORDS)
@@ -36,7 +36,7 @@ class GradientWire:
         body[PROMPT["wire"]] = _PROMPT("prompt", prompt)
         return complete_model._get_kwargs(
             path_segment("model", model),
-            body=CompleteModelBodyParams.from_dict(body),
+            body=cast(CompleteModelBodyParams, WireBody(body)),
             x_gradient_workspace_id=self._workspace_id,
         )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import httpx
 from httpx_sse import ServerSentEvent
@@ -17,7 +17,7 @@ from generated.scale.types import Unset
 from ._errors_map import Malformed, body_of, json_object, model, status_error, status_message
 from ._exceptions import APIStatusError, UnprocessableEntityError
 from ._results import Completion, CompletionChunk, Deferred, TokenLogprob
-from ._validate import body_fields, check_params, path_segment, prompt_rule, rules
+from ._validate import WireBody, body_fields, check_params, path_segment, prompt_rule, rules
 
 # The constraints the spec states for each keyword argument (generated/scale/params.py).
 RULES = rules(KEYWORDS)
@@ -34,7 +34,7 @@ class ScaleWire:
         if stream:
             body["stream"] = True
         return create_completion._get_kwargs(
-            model_deployment_id=path_segment("model", model), body=CompletionRequestV2.from_dict(body)
+            model_deployment_id=path_segment("model", model), body=cast(CompletionRequestV2, WireBody(body))
         )
 
     def parse(self, content: bytes) -> Completion:

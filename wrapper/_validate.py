@@ -257,6 +257,23 @@ def body_fields(checked: Mapping[str, Any], keywords: Mapping[str, Mapping[str, 
     return body
 
 
+class WireBody:
+    """A checked request body in its wire form, for a generated request builder (which calls ``to_dict``).
+
+    The builder's model would take it apart and put it back together unchanged (``from_dict`` then
+    ``to_dict``), at several times the cost of checking it.
+    """
+
+    __slots__ = ("_fields",)
+
+    def __init__(self, fields: dict[str, Any]) -> None:
+        self._fields = fields
+
+    def to_dict(self) -> dict[str, Any]:
+        """The body's JSON fields."""
+        return self._fields
+
+
 def prompt_rule(prompt: Mapping[str, Any]) -> Rule:
     """The rule for the positional prompt: its field's constraints, and never empty."""
     schema = prompt["schema"]
