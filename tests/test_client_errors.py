@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import inspect
+import re
 from typing import Any
 
 import httpx
 import pytest
 from conftest import LocalServer, call, json_reply, scale_body
 from helpers import NO_SUCH_NAME, error_class_name, error_variants, sample, spec
+from overrides import APIS
 
-from wrapper import errors
+from wrapper import _exceptions, errors
 from wrapper.errors import (
     APIConnectionError,
     APIError,
@@ -70,6 +72,17 @@ def test_every_class_has_a_one_line_docstring() -> None:
         assert issubclass(cls, APIError), name
         assert cls.__doc__, name
         assert "\n" not in cls.__doc__.strip(), name
+
+
+@pytest.mark.parametrize("tag", list(error_variants()))
+def test_each_error_type_has_its_class_under_the_parent_the_override_table_names(tag: str) -> None:
+    choices = APIS["gradient"]
+    parent = choices.error_parents.get(tag) or next(
+        (p for pattern, p in choices.error_parent_patterns if re.search(pattern, tag)), "GradientError"
+    )
+    cls = getattr(errors, error_class_name(tag))
+    assert cls.__bases__ == (getattr(_exceptions, parent),)
+    assert cls.__name__ in errors.__all__
 
 
 @pytest.mark.parametrize(("type_", "extra", "cls"), GRADIENT_ERRORS, ids=[e[0] for e in GRADIENT_ERRORS])
