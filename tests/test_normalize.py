@@ -94,17 +94,20 @@ def test_a_later_version_with_new_variants_and_operations_is_named_the_same_way(
 def test_untagged_variants_get_stable_names_and_the_tagged_keep_theirs() -> None:
     spec = copy.deepcopy(GRADIENT)
     variants = spec["components"]["schemas"]["CompleteModelError"]["oneOf"]
-    tags = [variant["properties"]["type"]["enum"][0] for variant in variants]
-    del variants[0]["properties"]["type"]["enum"]  # no tag, no title
+    tags = [variant.get("properties", {}).get("type", {}).get("enum", [None])[0] for variant in variants]
+    untagged = next(index for index, tag in enumerate(tags) if tag)
+    del variants[untagged]["properties"]["type"]["enum"]  # no tag, and no title
     variants.append(
         {"type": "object", "title": "Legacy problem", "properties": {"error": {"type": "string"}}}
     )
     out = normalize(spec)
     union = out["components"]["schemas"]["CompleteModelError"]
     names = [ref["$ref"].removeprefix(REF) for ref in union["oneOf"]]
-    assert names[0] == "CompleteModelErrorVariant1"
+    assert names[untagged] == f"CompleteModelErrorVariant{untagged + 1}"
     assert names[-1] == "LegacyProblem"
-    assert names[1:-1] == [pascal_case(tag) + ("" if tag.endswith("Error") else "Error") for tag in tags[1:]]
+    for index, tag in enumerate(tags):
+        if tag and index != untagged:
+            assert names[index] == pascal_case(tag) + ("" if tag.endswith("Error") else "Error")
     assert "discriminator" not in union  # not every variant has a tag
     assert normalize(spec) == out  # stable
 
