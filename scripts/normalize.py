@@ -7,8 +7,12 @@ today's file, so a later version of either vendor's spec goes through it unchang
 * inline ``oneOf``/``anyOf`` object variants that carry a one-value ``enum`` tag property (the
   shape of Gradient's ``CompleteModelError``) become named component schemas, each named after
   its tag (``flaggedContent`` -> ``FlaggedContentError``), and the union gets a discriminator;
-* nullable inline object properties become named schemas (``CompleteModelBodyParams.guidance`` ->
-  ``CompleteModelBodyParamsGuidance``) instead of the generator's ``...GuidanceType0``;
+  when some variants have no tag, those are named after their ``title`` (else
+  ``<Union>Variant<N>``, N counting from 1) and the union gets no discriminator;
+* nullable inline object and enum properties, in OpenAPI 3.0's form (``nullable: true``) or 3.1's
+  (``anyOf``/``oneOf`` with ``{type: "null"}``, ``type: [X, "null"]``), become named schemas
+  (``CompleteModelBodyParams.guidance`` -> ``CompleteModelBodyParamsGuidance``) instead of the
+  generator's ``...GuidanceType0``;
 * component schemas whose names are module paths
   (``egp_api_backend__server__..__Choice``) are renamed to their ``title``;
 * defaults of request-body fields move into their descriptions: they are what the server assumes
@@ -16,6 +20,9 @@ today's file, so a later version of either vendor's spec goes through it unchang
 * operation ids become snake_case identifiers (``CompleteModel`` -> ``complete_model``); an id
   that is no identifier (``POST-V4-/models/{id}/completions``) is derived from the method and
   the last path segment (``create_completion``).
+
+A transform that cannot be done (a name that another schema already has) raises
+``NormalizationError`` naming the schema's path and the reason.
 """
 
 from __future__ import annotations
@@ -29,6 +36,15 @@ DROPPED_EXTENSIONS = frozenset({"x-readme"})
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 METHOD_VERBS = {"get": "get", "post": "create", "put": "update", "patch": "update", "delete": "delete"}
 REF_PREFIX = "#/components/schemas/"
+NAME_KEYS = ("title", "description", "default", "deprecated", "readOnly", "writeOnly", "example")
+
+
+class NormalizationError(ValueError):
+    """A spec shape the transform cannot name; the message starts with the schema's path."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
 
 
 def normalize(spec: dict[str, Any]) -> dict[str, Any]:
@@ -98,16 +114,57 @@ def _rewrite_refs(node: Any, mapping: dict[str, str]) -> None:
 def _hoist_nullable_objects(name: str, schemas: dict[str, Any]) -> None:
     properties = schemas[name].get("properties") if isinstance(schemas[name], dict) else None
     for prop, schema in (properties or {}).items():
-        if not (isinstance(schema, dict) and schema.get("nullable") and "properties" in schema):
-            continue
         hoisted = pascal_case(name) + pascal_case(prop)
-        if hoisted in schemas:
+        path = f"{REF_PREFIX}{name}/properties/{prop}"
+        inner = _nullable_inner(schema)
+        if inner is None:
             continue
-        schemas[hoisted] = {key: value for key, value in schema.items() if key != "nullable"}
-        properties[prop] = {"allOf": [{"$ref": REF_PREFIX + hoisted}], "nullable": True}
+        if hoisted in schemas:
+            raise NormalizationError(
+                path, f"its nullable inline schema would be named {hoisted}, as another is"
+            )
+        schemas[hoisted] = inner
+        ref = {"$ref": REF_PREFIX + hoisted}
+        if schema.get("nullable"):  # 3.0
+            properties[prop] = {"allOf": [ref], "nullable": True}
+        else:  # 3.1
+            outer = {key: schema[key] for key in NAME_KEYS if key in schema}
+            properties[prop] = {**outer, "anyOf": [ref, {"type": "null"}]}
 
 
-def _variant_tag(variant: Any) -> tuple[str, str] | None:
+def _is_null(schema: Any) -> bool:
+    return isinstance(schema, dict) and schema == {"type": "null"}
+
+
+def _nullable_inner(schema: Any) -> dict[str, Any] | None:
+    """The inline object or enum schema a nullable property wraps (3.0 or 3.1 form), if one needs a name.
+
+    3.0 nullable enums are left alone: the generator names them after their property already.
+    """
+    if not isinstance(schema, dict):
+        return None
+    if schema.get("nullable") is True and "properties" in schema:
+        return {key: value for key, value in schema.items() if key != "nullable"}
+    kinds = schema.get("type")
+    if isinstance(kinds, list) and "null" in kinds and len(kinds) == 2:
+        kind = next(k for k in kinds if k != "null")
+        inner = {key: value for key, value in schema.items() if key not in NAME_KEYS}
+        inner["type"] = kind
+        if isinstance(inner.get("enum"), list):
+            inner["enum"] = [value for value in inner["enum"] if value is not None]
+        return inner if "properties" in inner or "enum" in inner else None
+    for keyword in ("anyOf", "oneOf"):
+        variants = schema.get(keyword)
+        if not isinstance(variants, list) or not any(_is_null(v) for v in variants):
+            continue
+        rest = [v for v in variants if not _is_null(v)]
+        inline = len(rest) == 1 and isinstance(rest[0], dict) and "$ref" not in rest[0]
+        if inline and ("properties" in rest[0] or "enum" in rest[0]):
+            return dict(rest[0])
+    return None
+
+
+def variant_tag(variant: Any) -> tuple[str, str] | None:
     """The (property, value) pair that names an inline object variant, if it has exactly one."""
     if not isinstance(variant, dict) or "$ref" in variant or variant.get("type") != "object":
         return None
@@ -131,26 +188,34 @@ def _hoist_tagged_variants(name: str, schemas: dict[str, Any]) -> None:
         variants = schema.get(keyword)
         if not isinstance(variants, list) or not variants:
             continue
-        tags = [_variant_tag(variant) for variant in variants]
+        tags = [variant_tag(variant) for variant in variants]
         props = {tag[0] for tag in tags if tag is not None}
-        if None in tags or len(props) != 1:
-            continue
-        suffix = re.findall(r"[A-Z][a-z]*", name)[-1:] or [""]
+        if len(props) != 1:
+            continue  # no tags, or tags in different properties: left as the vendor wrote it
+        suffix = (re.findall(r"[A-Z][a-z]*", name)[-1:] or [""])[0]
         mapping: dict[str, str] = {}
-        refs = []
-        for tag in tags:
-            assert tag is not None
-            variant_name = pascal_case(tag[1])
-            if not variant_name.endswith(suffix[0]):
-                variant_name += suffix[0]
-            if variant_name in schemas or variant_name in mapping.values():
-                return  # a name clash: leave this union as the vendor wrote it
-            mapping[tag[1]] = REF_PREFIX + variant_name
-            refs.append({"$ref": REF_PREFIX + variant_name})
-        for variant, ref in zip(variants, refs, strict=True):
-            schemas[ref["$ref"].removeprefix(REF_PREFIX)] = variant
-        schema[keyword] = refs
-        schema["discriminator"] = {"propertyName": props.pop(), "mapping": mapping}
+        taken = set(schemas)
+        for index, (variant, tag) in enumerate(zip(variants, tags, strict=True)):
+            path = f"{REF_PREFIX}{name}/{keyword}/{index}"
+            if tag is not None:
+                variant_name = pascal_case(tag[1])
+                variant_name += "" if variant_name.endswith(suffix) else suffix
+                if variant_name in taken:
+                    reason = f"its tag {tag[1]!r} names it {variant_name}, as another schema is named"
+                    raise NormalizationError(path, reason)
+                mapping[tag[1]] = REF_PREFIX + variant_name
+            elif isinstance(variant, dict) and "$ref" not in variant and variant.get("type") == "object":
+                title = pascal_case(str(variant.get("title", "")))
+                variant_name = title if title and title not in taken else f"{name}Variant{index + 1}"
+                if variant_name in taken:
+                    raise NormalizationError(path, f"its name {variant_name} is another schema's")
+            else:
+                continue  # a $ref or a scalar: named already, or needs no name
+            taken.add(variant_name)
+            schemas[variant_name] = variant
+            variants[index] = {"$ref": REF_PREFIX + variant_name}
+        if len(mapping) == len(variants):
+            schema["discriminator"] = {"propertyName": props.pop(), "mapping": mapping}
         return
 
 

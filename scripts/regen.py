@@ -1,5 +1,10 @@
 """Regenerate ``generated/<api>/`` from ``specs/``: normalise, run openapi-python-client, report.
 
+Besides the generator's package, each ``generated/<api>/`` gets ``spec.json`` (the normalised
+spec), ``params.py`` (the keyword TypedDict and its rules) and, for an API with tagged error
+bodies, ``exceptions.py``: what the wrapper restates from the spec (``scripts/emit.py``, shaped by
+``scripts/overrides.py``).
+
     python scripts/regen.py            write generated/, print what changed in the public surface
     python scripts/regen.py --check    exit 1 if generated/ differs from what specs/ produce
 
@@ -10,6 +15,7 @@ so the pipeline can be exercised on a modified spec without touching the project
 from __future__ import annotations
 
 import argparse
+import ast
 import filecmp
 import json
 import os
@@ -18,14 +24,18 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import yaml
-from normalize import normalize
+from emit import EmitError, exceptions_module, params_module
+from normalize import NormalizationError, normalize
+from overrides import APIS
 from surface import diff_surfaces, read_surface
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = {"gradient": ROOT / "specs" / "gradient.json", "scale": ROOT / "specs" / "scale.yaml"}
 CONFIG = ROOT / "scripts" / "generator.yaml"
+EXCEPTIONS = ROOT / "wrapper" / "_exceptions.py"  # the hand-written classes generated ones subclass
 PACKAGE_INIT = '"""Low-level clients generated from specs/ by `make regen`; never edited by hand."""\n'
 
 
@@ -37,8 +47,12 @@ def load_spec(path: Path) -> dict[str, object]:
 
 def generate(name: str, spec_path: Path, workdir: Path) -> Path:
     """Generate the client for one spec under ``workdir``; fail on any generator warning."""
+    try:
+        doc = normalize(load_spec(spec_path))
+    except NormalizationError as exc:
+        sys.exit(f"{spec_path}: cannot normalise {exc}")
     normalised = workdir / f"{name}.json"
-    normalised.write_text(json.dumps(normalize(load_spec(spec_path)), indent=2), encoding="utf-8")
+    normalised.write_text(json.dumps(doc, indent=2), encoding="utf-8")
     out = workdir / name
     bindir = Path(sys.executable).parent  # the generator's post-hooks run ruff from here
     env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"}
@@ -50,7 +64,26 @@ def generate(name: str, spec_path: Path, workdir: Path) -> Path:
     output = (proc.stdout + proc.stderr).strip()
     if proc.returncode != 0 or output != f"Generating {out}":
         sys.exit(f"openapi-python-client failed or warned on {spec_path}:\n{output}")
+    try:
+        write_wrapper_data(name, spec_path, doc, out)
+    except EmitError as exc:
+        sys.exit(f"{spec_path}: {exc}")
+    for hook in yaml.safe_load(CONFIG.read_text(encoding="utf-8")).get("post_hooks", []):
+        subprocess.run(hook, shell=True, cwd=out, env=env, check=True)  # format ours as the generator does
     return out
+
+
+def write_wrapper_data(name: str, spec_path: Path, doc: dict[str, Any], out: Path) -> None:
+    """Write ``spec.json``, ``params.py`` and (for tagged error bodies) ``exceptions.py`` into ``out``."""
+    api = APIS[name]
+    spec_file = f"specs/{spec_path.name}"
+    (out / "spec.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    (out / "params.py").write_text(params_module(name, spec_file, doc, api), encoding="utf-8")
+    if api.error_base:
+        tree = ast.parse(EXCEPTIONS.read_text(encoding="utf-8"))
+        hand_written = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+        source = exceptions_module(spec_file, doc, api, hand_written)
+        (out / "exceptions.py").write_text(source, encoding="utf-8")
 
 
 def tree_differences(left: Path, right: Path) -> list[str]:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import inspect
+import re
 from typing import Any
 
 import httpx
 import pytest
 from conftest import LocalServer, call, json_reply, scale_body
+from helpers import NO_SUCH_NAME, error_class_name, error_variants, sample, spec
+from overrides import APIS
 
-from wrapper import errors
+from wrapper import _exceptions, errors
 from wrapper.errors import (
     APIConnectionError,
     APIError,
@@ -22,26 +25,14 @@ from wrapper.errors import (
     UnprocessableEntityError,
 )
 
+GRADIENT = spec("gradient")
 VALIDATION_PAYLOAD = {
     "validationError": {"issues": [{"path": ["query"]}]},
     "formattedValidationError": "query: bad",
 }
 GRADIENT_ERRORS = [
-    (
-        "flaggedContent",
-        {"payload": {"flaggedContent": [{"sample": "bad words"}, {"sample": "worse"}]}},
-        errors.ContentFlaggedError,
-    ),
-    ("bodyParsingError", {"payload": VALIDATION_PAYLOAD}, errors.BodyParsingError),
-    ("queryOrPathParsingError", {"payload": VALIDATION_PAYLOAD}, errors.QueryOrPathParsingError),
-    ("failed", {}, errors.GenerationFailedError),
-    ("modelDoesNotSupportGuidance", {}, errors.GuidanceNotSupportedError),
-    ("noRagDocumentsFound", {}, errors.NoRagDocumentsFoundError),
-    ("ragRequiresAutoTemplating", {}, errors.RagRequiresAutoTemplatingError),
-    ("unknownBaseModel", {}, errors.UnknownBaseModelError),
-    ("unknownModelAdapter", {}, errors.UnknownModelAdapterError),
-    ("unknownRagCollection", {}, errors.UnknownRagCollectionError),
-    ("unprocessableContent", {}, errors.UnprocessableContentError),
+    (tag, {**sample(GRADIENT, schema), "type": tag}, getattr(errors, error_class_name(tag)))
+    for tag, (_, schema) in error_variants().items()
 ]
 STATUS_CLASSES = [
     (400, errors.BadRequestError),
@@ -83,11 +74,22 @@ def test_every_class_has_a_one_line_docstring() -> None:
         assert "\n" not in cls.__doc__.strip(), name
 
 
+@pytest.mark.parametrize("tag", list(error_variants()))
+def test_each_error_type_has_its_class_under_the_parent_the_override_table_names(tag: str) -> None:
+    choices = APIS["gradient"]
+    parent = choices.error_parents.get(tag) or next(
+        (p for pattern, p in choices.error_parent_patterns if re.search(pattern, tag)), "GradientError"
+    )
+    cls = getattr(errors, error_class_name(tag))
+    assert cls.__bases__ == (getattr(_exceptions, parent),)
+    assert cls.__name__ in errors.__all__
+
+
 @pytest.mark.parametrize(("type_", "extra", "cls"), GRADIENT_ERRORS, ids=[e[0] for e in GRADIENT_ERRORS])
 async def test_gradient_typed_bodies(
     make_client: Any, mode: str, type_: str, extra: dict[str, Any], cls: Any
 ) -> None:
-    body = {"type": type_, "message": f"it went wrong: {type_}", **extra}
+    body = {**extra, "message": f"it went wrong: {type_}"}
     client = make_client(
         "gradient", mode, answer(400, body, headers={"x-request-id": "req-7"}), max_retries=0
     )
@@ -106,9 +108,8 @@ async def test_gradient_error_data(make_client: Any) -> None:
             client.complete("m", "q")
         return caught.value
 
-    flagged = error_for(
-        {"type": "flaggedContent", "message": "m", "payload": GRADIENT_ERRORS[0][1]["payload"]}
-    )
+    samples = [{"sample": "bad words"}, {"sample": "worse"}]
+    flagged = error_for({"type": "flaggedContent", "message": "m", "payload": {"flaggedContent": samples}})
     assert flagged.samples == ["bad words", "worse"]
     parsing = error_for({"type": "bodyParsingError", "message": "m", "payload": VALIDATION_PAYLOAD})
     assert parsing.validation_error == VALIDATION_PAYLOAD["validationError"]
@@ -120,10 +121,22 @@ async def test_gradient_error_data(make_client: Any) -> None:
     assert isinstance(error_for({"type": "unknownModelAdapter", "message": "m"}), UnknownModelError)
 
 
+@pytest.mark.parametrize("status", [400, 404, 422])
+async def test_gradient_typed_body_of_an_unknown_type_is_a_plain_gradient_error(
+    make_client: Any, mode: str, status: int
+) -> None:
+    """A service newer than the spec: its error still has ``.type`` and ``.message``, ``.raw`` is None."""
+    body = {"type": NO_SUCH_NAME, "message": "something new went wrong", "payload": {"x": 1}}
+    client = make_client("gradient", mode, answer(status, body), max_retries=0)
+    error = await failure(client)
+    assert type(error) is GradientError
+    assert (error.type, error.status_code, error.body, error.raw) == (NO_SUCH_NAME, status, body, None)
+    assert error.message == f"HTTP {status} {NO_SUCH_NAME}: something new went wrong"
+
+
 @pytest.mark.parametrize(
     "body",
     [
-        {"type": "somethingNew", "message": "m"},  # a type this version does not know
         {"type": "flaggedContent", "message": "m"},  # a known type without its payload
         {"type": ["flaggedContent"], "message": "m"},
         {"message": "no type"},

@@ -42,13 +42,12 @@ SCALE_PARAMS: dict[str, Any] = {
     "chat_template": "{{ prompt }}",
     "chat_template_kwargs": {"add_generation_prompt": True, "depth": 2},
     "reasoning_effort": "medium",
-    "model_request_parameters": {"name": "Ada", "n": 3, "ratio": 0.5, "flag": False},
+    "model_request_parameters": {"bindings": {"name": "Ada", "n": 3, "ratio": 0.5, "flag": False}},
 }
 SCALE_WIRE = {
     **SCALE_PARAMS,
     "prompt": "What is the capital of France?",
     "stop_sequences": ["\n", "END"],
-    "model_request_parameters": {"bindings": SCALE_PARAMS["model_request_parameters"]},
 }
 GRADIENT_PARAMS: dict[str, Any] = {
     "max_generated_token_count": 8,

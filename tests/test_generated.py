@@ -5,6 +5,7 @@ from collections.abc import Callable
 
 import httpx
 import pytest
+from helpers import error_variants, sample, spec
 
 from generated.gradient import AuthenticatedClient
 from generated.gradient import models as gm
@@ -87,32 +88,22 @@ def test_scale_request_has_escaped_path_and_only_the_fields_given() -> None:
     }  # fmt: skip
 
 
-GRADIENT_ERRORS = {
-    "flaggedContent": (gm.FlaggedContentError, {"payload": {"flaggedContent": [{"sample": "bad"}]}}),
-    "bodyParsingError": (gm.BodyParsingError, {"payload": {"validationError": {"x": 1}}}),
-    "queryOrPathParsingError": (gm.QueryOrPathParsingError, {"payload": {"formattedValidationError": None}}),
-    "failed": (gm.FailedError, {}),
-    "modelDoesNotSupportGuidance": (gm.ModelDoesNotSupportGuidanceError, {}),
-    "noRagDocumentsFound": (gm.NoRagDocumentsFoundError, {}),
-    "ragRequiresAutoTemplating": (gm.RagRequiresAutoTemplatingError, {}),
-    "unknownBaseModel": (gm.UnknownBaseModelError, {}),
-    "unknownModelAdapter": (gm.UnknownModelAdapterError, {}),
-    "unknownRagCollection": (gm.UnknownRagCollectionError, {}),
-    "unprocessableContent": (gm.UnprocessableContentError, {}),
-}
+GRADIENT = spec("gradient")
+GRADIENT_ERRORS = error_variants()
 
 
 @pytest.mark.parametrize("kind", sorted(GRADIENT_ERRORS))
 @pytest.mark.parametrize("status", [400, 404, 422])
 def test_every_gradient_error_body_parses_into_its_own_model(kind: str, status: int) -> None:
-    cls, extra = GRADIENT_ERRORS[kind]
-    _, transport = recorder(httpx.Response(status, json={"type": kind, "message": "why", **extra}))
+    name, schema = GRADIENT_ERRORS[kind]
+    body = {**sample(GRADIENT, schema), "type": kind, "message": "why"}
+    _, transport = recorder(httpx.Response(status, json=body))
     with gradient_client(transport) as client:
         response = complete_model.sync_detailed(
             id="m", client=client, body=gm.CompleteModelBodyParams(query="q"), x_gradient_workspace_id="ws"
         )
     assert response.status_code == status
-    assert type(response.parsed) is cls
+    assert type(response.parsed).__name__ == name
     assert response.parsed.message == "why"
     assert response.parsed.type_ == kind
 

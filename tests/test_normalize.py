@@ -4,8 +4,9 @@ import copy
 import json
 from pathlib import Path
 
+import pytest
 import yaml
-from normalize import normalize
+from normalize import NormalizationError, normalize, pascal_case
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 GRADIENT = json.loads((SPECS / "gradient.json").read_text())
@@ -18,15 +19,20 @@ def test_gradient_error_variants_are_named_after_their_type_with_a_discriminator
     schemas = out["components"]["schemas"]
     union = schemas["CompleteModelError"]
     names = [ref["$ref"].removeprefix(REF) for ref in union["oneOf"]]
-    assert names == [
-        "FlaggedContentError", "BodyParsingError", "QueryOrPathParsingError", "FailedError",
-        "ModelDoesNotSupportGuidanceError", "NoRagDocumentsFoundError", "RagRequiresAutoTemplatingError",
-        "UnknownBaseModelError", "UnknownModelAdapterError", "UnknownRagCollectionError",
-        "UnprocessableContentError",
-    ]  # fmt: skip
-    assert union["discriminator"]["propertyName"] == "type"
-    assert union["discriminator"]["mapping"]["flaggedContent"] == REF + "FlaggedContentError"
     published = GRADIENT["components"]["schemas"]["CompleteModelError"]["oneOf"]
+    tags = [variant.get("properties", {}).get("type", {}).get("enum", [None])[0] for variant in published]
+    expected = [
+        pascal_case(tag) + ("" if tag.endswith("Error") else "Error")
+        if tag
+        else pascal_case(variant.get("title", "")) or f"CompleteModelErrorVariant{index + 1}"
+        for index, (tag, variant) in enumerate(zip(tags, published, strict=True))
+    ]
+    assert names == expected
+    if all(tags):
+        assert union["discriminator"]["propertyName"] == "type"
+        assert union["discriminator"]["mapping"] == {t: REF + n for t, n in zip(tags, names, strict=True)}
+    else:  # a union with untagged variants has no discriminator
+        assert "discriminator" not in union
     for name, variant in zip(names, published, strict=True):
         assert schemas[name] == variant  # moved, not altered
 
@@ -85,12 +91,54 @@ def test_a_later_version_with_new_variants_and_operations_is_named_the_same_way(
     assert ops == {"get": "list_adapters", "post": "create_adapter", "delete": "delete_adapter"}
 
 
-def test_a_union_without_one_tag_per_variant_is_left_as_written() -> None:
+def test_untagged_variants_get_stable_names_and_the_tagged_keep_theirs() -> None:
     spec = copy.deepcopy(GRADIENT)
-    del spec["components"]["schemas"]["CompleteModelError"]["oneOf"][0]["properties"]["type"]["enum"]
+    variants = spec["components"]["schemas"]["CompleteModelError"]["oneOf"]
+    tags = [variant.get("properties", {}).get("type", {}).get("enum", [None])[0] for variant in variants]
+    untagged = next(index for index, tag in enumerate(tags) if tag)
+    del variants[untagged]["properties"]["type"]["enum"]  # no tag, and no title
+    variants.append(
+        {"type": "object", "title": "Legacy problem", "properties": {"error": {"type": "string"}}}
+    )
     out = normalize(spec)
-    assert "discriminator" not in out["components"]["schemas"]["CompleteModelError"]
-    assert "FailedError" not in out["components"]["schemas"]
+    union = out["components"]["schemas"]["CompleteModelError"]
+    names = [ref["$ref"].removeprefix(REF) for ref in union["oneOf"]]
+    assert names[untagged] == f"CompleteModelErrorVariant{untagged + 1}"
+    assert names[-1] == "LegacyProblem"
+    for index, tag in enumerate(tags):
+        if tag and index != untagged:
+            assert names[index] == pascal_case(tag) + ("" if tag.endswith("Error") else "Error")
+    assert "discriminator" not in union  # not every variant has a tag
+    assert normalize(spec) == out  # stable
+
+
+def test_a_name_clash_fails_naming_the_schema_path() -> None:
+    spec = copy.deepcopy(GRADIENT)
+    variants = spec["components"]["schemas"]["CompleteModelError"]["oneOf"]
+    variants.append(copy.deepcopy(variants[3]))  # the same tag twice
+    with pytest.raises(NormalizationError, match=r"#/components/schemas/CompleteModelError/oneOf/\d+: .*tag"):
+        normalize(spec)
+
+
+@pytest.mark.parametrize("form", ["anyOf", "oneOf", "type-list"])
+def test_openapi_31_nullable_enums_and_objects_are_named_like_30_ones(form: str) -> None:
+    spec = copy.deepcopy(SCALE)
+    enum = {"type": "string", "enum": ["auto", "flex"]}
+    obj = {"type": "object", "properties": {"total": {"type": "integer"}}, "required": ["total"]}
+
+    def nullable(schema: dict[str, object]) -> dict[str, object]:
+        if form == "type-list":
+            return {**schema, "type": [schema["type"], "null"], "title": "T"}
+        return {form: [schema, {"type": "null"}], "title": "T", "description": "d"}
+
+    spec["components"]["schemas"]["CompletionRequestV2"]["properties"]["service_tier"] = nullable(enum)
+    spec["components"]["schemas"]["CompletionResponse"]["properties"]["usage"] = nullable(obj)
+    schemas = normalize(spec)["components"]["schemas"]
+    assert schemas["CompletionRequestV2ServiceTier"] == enum
+    assert schemas["CompletionResponseUsage"] == obj
+    prop = schemas["CompletionResponse"]["properties"]["usage"]
+    assert prop["anyOf"] == [{"$ref": REF + "CompletionResponseUsage"}, {"type": "null"}]
+    assert prop["title"] == "T"
 
 
 def test_request_defaults_move_to_descriptions_so_only_given_fields_are_sent() -> None:

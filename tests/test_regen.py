@@ -1,5 +1,6 @@
 """`make regen` end to end: the real generator on modified copies of the specs, in a temp directory."""
 
+import json
 import shutil
 import subprocess
 import sys
@@ -29,6 +30,8 @@ def test_surface_report_marks_what_breaks_callers(tree: Path, tmp_path: Path) ->
     del request["frequency_penalty"]  # a removed field
     request["seed"] = {"type": "integer", "title": "Seed"}  # a new optional field
     request["reasoning_effort"]["enum"] = ["minimal", "low", "medium"]  # a changed enum
+    request["top_p"].update(minimum=0, maximum=1)  # new bounds: tighter
+    request["temperature"]["maximum"] = 3  # a looser bound
     modified = tmp_path / "scale.yaml"
     modified.write_text(yaml.safe_dump(spec))
 
@@ -40,10 +43,17 @@ def test_surface_report_marks_what_breaks_callers(tree: Path, tmp_path: Path) ->
     assert "scale: public surface changes:" in lines
     changes = sorted(line.strip() for line in lines[lines.index("scale: public surface changes:") + 1 :])
     assert changes == sorted([
-        "BREAKING - field CompletionRequestV2.frequency_penalty",
-        "+ field CompletionRequestV2.seed: int | Unset optional",
+        "~ constraint CompletionRequestV2.temperature.maximum: 2 -> 3",
+        "BREAKING + constraint CompletionRequestV2.top_p.maximum: (none) -> 1",
+        "BREAKING + constraint CompletionRequestV2.top_p.minimum: (none) -> 0",
         "BREAKING - enum-value CompletionRequestV2ReasoningEffort.high",
         "+ enum-value CompletionRequestV2ReasoningEffort.minimal",
+        "BREAKING - field CompletionRequestV2.frequency_penalty",
+        "+ field CompletionRequestV2.seed: int | Unset optional",
+        "BREAKING - keyword ScaleParams.frequency_penalty",
+        "BREAKING ~ keyword ScaleParams.reasoning_effort: Literal['low', 'medium', 'high'] | None optional"
+        " -> Literal['minimal', 'low', 'medium'] | None optional",
+        "+ keyword ScaleParams.seed: int | None optional",
     ])  # fmt: skip
     assert "seed: int | Unset" in (tree / "scale" / "models" / "completion_request_v2.py").read_text()
 
@@ -91,3 +101,18 @@ def test_a_generator_warning_fails_the_run(tmp_path: Path) -> None:
     assert result.returncode != 0
     assert "failed or warned" in result.stderr
     assert not (tmp_path / "out").exists()  # nothing written when any spec fails
+
+
+def test_a_spec_it_cannot_normalise_fails_naming_the_schema_path(tmp_path: Path) -> None:
+    spec = json.loads((ROOT / "specs" / "gradient.json").read_text())
+    variants = spec["components"]["schemas"]["CompleteModelError"]["oneOf"]
+    variants.append(variants[0])  # a tag given twice
+    modified = tmp_path / "gradient.json"
+    modified.write_text(json.dumps(spec))
+
+    result = regen("--out", str(tmp_path / "out"), "--spec", f"gradient={modified}")
+
+    assert result.returncode != 0
+    assert f"#/components/schemas/CompleteModelError/oneOf/{len(variants) - 1}: " in result.stderr
+    assert "tag" in result.stderr
+    assert not (tmp_path / "out").exists()

@@ -21,8 +21,8 @@ import httpx
 
 from . import _retry
 from ._errors_map import Malformed, connection_error, invalid, is_transport_failure
+from ._exceptions import APIError, APIStatusError
 from ._redact import redacted_headers
-from .errors import APIError, APIStatusError
 
 if TYPE_CHECKING:
     from httpx_aiohttp import AiohttpTransport

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from .errors import (
+from ._exceptions import (
     APIConnectionError,
     APIResponseValidationError,
     APIStatusError,
@@ -87,13 +87,18 @@ def status_error(
     """
     status = response.status_code if status is None else status
     cls = InternalServerError if status >= 500 else STATUS_CLASSES.get(status, APIStatusError)
+    error = cls(status_message(status, body, detail), response=response, body=body)
+    error.status_code = status
+    return error
+
+
+def status_message(status: int, body: Any, detail: str | None = None) -> str:
+    """``HTTP <status>: <detail>``, the detail (the body, unless given) cut to an excerpt."""
     if detail is None:
         detail = body if isinstance(body, str) else json.dumps(body)
     if len(detail) > _EXCERPT:
         detail = detail[:_EXCERPT] + "..."
-    error = cls(f"HTTP {status}: {detail}" if detail else f"HTTP {status}", response=response, body=body)
-    error.status_code = status
-    return error
+    return f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
 
 
 def invalid(response: httpx.Response, what: str, event: str | None = None) -> APIResponseValidationError:

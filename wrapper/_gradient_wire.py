@@ -2,68 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 import httpx
 
 from generated.gradient.api.models import complete_model
-from generated.gradient.models import (
-    BodyParsingError,
-    CompleteModelBodyParams,
-    CompleteModelBodyParamsGuidance,
-    CompleteModelBodyParamsRag,
-    CompleteModelSuccess,
-    FailedError,
-    FlaggedContentError,
-    ModelDoesNotSupportGuidanceError,
-    NoRagDocumentsFoundError,
-    QueryOrPathParsingError,
-    RagRequiresAutoTemplatingError,
-    UnknownBaseModelError,
-    UnknownModelAdapterError,
-    UnknownRagCollectionError,
-    UnprocessableContentError,
-)
+from generated.gradient.exceptions import ERRORS
+from generated.gradient.models import CompleteModelBodyParams, CompleteModelSuccess
+from generated.gradient.params import KEYWORDS, PROMPT
 
-from . import errors
 from ._errors_map import Malformed, body_of, parse_model, status_error
+from ._exceptions import APIStatusError, GradientError
 from ._results import Completion
-from ._validate import boolean, check_params, number, path_segment, text, texts
+from ._validate import WireBody, body_fields, check_params, path_segment, prompt_rule, rules
 
-# The constraints CompleteModelBodyParams states (tests/test_client_validation.py reads them from the spec).
-RULES = {
-    "max_generated_token_count": number(integer=True, gt=0, lt=512),
-    "temperature": number(),
-    "top_k": number(integer=True),
-    "top_p": number(),
-    "auto_template": boolean,
-    "guidance": texts(min_items=1, max_items=10, item=text(min_length=1, max_length=32)),
-    "rag_collection": text(min_length=1),
-}
-_NON_EMPTY = text(min_length=1)
-
-# Each typed 4XX body, by its ``type``: the generated model that parses it and the error it raises.
-ERRORS: dict[str, tuple[Callable[[Mapping[str, Any]], Any], type[errors.GradientError]]] = {
-    "flaggedContent": (FlaggedContentError.from_dict, errors.ContentFlaggedError),
-    "bodyParsingError": (BodyParsingError.from_dict, errors.BodyParsingError),
-    "queryOrPathParsingError": (QueryOrPathParsingError.from_dict, errors.QueryOrPathParsingError),
-    "failed": (FailedError.from_dict, errors.GenerationFailedError),
-    "modelDoesNotSupportGuidance": (
-        ModelDoesNotSupportGuidanceError.from_dict,
-        errors.GuidanceNotSupportedError,
-    ),
-    "noRagDocumentsFound": (NoRagDocumentsFoundError.from_dict, errors.NoRagDocumentsFoundError),
-    "ragRequiresAutoTemplating": (
-        RagRequiresAutoTemplatingError.from_dict,
-        errors.RagRequiresAutoTemplatingError,
-    ),
-    "unknownBaseModel": (UnknownBaseModelError.from_dict, errors.UnknownBaseModelError),
-    "unknownModelAdapter": (UnknownModelAdapterError.from_dict, errors.UnknownModelAdapterError),
-    "unknownRagCollection": (UnknownRagCollectionError.from_dict, errors.UnknownRagCollectionError),
-    "unprocessableContent": (UnprocessableContentError.from_dict, errors.UnprocessableContentError),
-}
-
+# The constraints the spec states for each keyword argument (generated/gradient/params.py).
+RULES = rules(KEYWORDS)
+_PROMPT = prompt_rule(PROMPT)
 
 STATUS_FIRST = frozenset({401, 403, 408, 409, 429})
 
@@ -76,14 +32,12 @@ class GradientWire:
 
     def request(self, model: str, prompt: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """The generated request builder's kwargs for a call; ``ValueError`` for what the spec forbids."""
-        fields = check_params(params, RULES)
-        if "guidance" in fields:
-            fields["guidance"] = CompleteModelBodyParamsGuidance(type_="choice", value=fields["guidance"])
-        if "rag_collection" in fields:
-            fields["rag"] = CompleteModelBodyParamsRag(collection_id=fields.pop("rag_collection"))
-        body = CompleteModelBodyParams(query=_NON_EMPTY("prompt", prompt), **fields)
+        body = body_fields(check_params(params, RULES), KEYWORDS)
+        body[PROMPT["wire"]] = _PROMPT("prompt", prompt)
         return complete_model._get_kwargs(
-            path_segment("model", model), body=body, x_gradient_workspace_id=self._workspace_id
+            path_segment("model", model),
+            body=cast(CompleteModelBodyParams, WireBody(body)),
+            x_gradient_workspace_id=self._workspace_id,
         )
 
     def parse(self, content: bytes) -> Completion:
@@ -93,21 +47,27 @@ class GradientWire:
             raise Malformed("has generatedOutput or finishReason that is not a string")
         return Completion(raw.generated_output, raw.finish_reason, None, None, None, raw=raw)
 
-    def status_error(self, response: httpx.Response) -> errors.APIStatusError:
+    def status_error(self, response: httpx.Response) -> APIStatusError:
         """The error of a typed 4XX body by its ``type``; the status class for anything else.
 
         Statuses that tell the caller what to do whatever the body says (authenticate, wait, retry:
         401, 403, 408, 409, 429) keep their status class, so ``except RateLimitError`` always works.
+        A ``type`` the spec does not name raises ``GradientError`` itself.
         """
         body = body_of(response)
+        status = response.status_code
         kind = body.get("type") if isinstance(body, dict) else None
-        known = ERRORS.get(kind) if isinstance(kind, str) else None
-        if known is None or not 400 <= response.status_code < 500 or response.status_code in STATUS_FIRST:
+        if not isinstance(kind, str) or not 400 <= status < 500 or status in STATUS_FIRST:
             return status_error(response, body)
+        known = ERRORS.get(kind)
+        if known is None:
+            text = body.get("message")
+            message = f"HTTP {status} {kind}: {text}" if isinstance(text, str) else f"HTTP {status} {kind}"
+            return GradientError(message, response=response, body=body, type=kind)
         parse, cls = known
         try:
             raw = parse(body)
         except (KeyError, TypeError, ValueError, AttributeError):
             return status_error(response, body)
-        message = f"HTTP {response.status_code} {raw.type_}: {raw.message}"
-        return cls(message, response=response, body=body, raw=raw)
+        message = f"HTTP {status} {raw.type_}: {raw.message}"
+        return cls(message, response=response, body=body, type=kind, raw=raw)

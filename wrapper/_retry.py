@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from datetime import UTC
 from email.utils import parsedate_to_datetime
 
-from .errors import APIConnectionError, APIStatusError
+from ._exceptions import APIConnectionError, APIStatusError
 
 __all__ = [
     "INITIAL_DELAY",

@@ -4,47 +4,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import httpx
 from httpx_sse import ServerSentEvent
 
 from generated.scale.api.models import create_completion
-from generated.scale.models import (
-    CompletionRequestV2,
-    CompletionRequestV2ChatTemplateKwargs,
-    CompletionResponse,
-    HTTPValidationError,
-    ParameterBindings,
-    ParameterBindingsBindings,
-)
-from generated.scale.models.completion_request_v2_reasoning_effort import (
-    COMPLETION_REQUEST_V2_REASONING_EFFORT_VALUES,
-)
+from generated.scale.models import CompletionRequestV2, CompletionResponse, HTTPValidationError
+from generated.scale.params import KEYWORDS, PROMPT
 from generated.scale.types import Unset
 
-from ._errors_map import Malformed, body_of, json_object, model, status_error
+from ._errors_map import Malformed, body_of, json_object, model, status_error, status_message
+from ._exceptions import APIStatusError, UnprocessableEntityError
 from ._results import Completion, CompletionChunk, Deferred, TokenLogprob
-from ._validate import boolean, check_params, mapping, number, one_of, path_segment, text, texts
-from .errors import APIStatusError, UnprocessableEntityError
+from ._validate import WireBody, body_fields, check_params, path_segment, prompt_rule, rules
 
-# The constraints CompletionRequestV2 states (tests/test_client_validation.py reads them from the spec).
-RULES = {
-    "max_tokens": number(integer=True),
-    "temperature": number(ge=0, le=2),
-    "stop_sequences": texts(max_items=4),
-    "top_p": number(),
-    "top_k": number(),
-    "frequency_penalty": number(),
-    "presence_penalty": number(),
-    "logprobs": boolean,
-    "top_logprobs": number(integer=True),
-    "chat_template": text(),
-    "chat_template_kwargs": mapping(),
-    "reasoning_effort": one_of(COMPLETION_REQUEST_V2_REASONING_EFFORT_VALUES),
-    "model_request_parameters": mapping(values=(str, int, float, bool)),
-}
-_NON_EMPTY = text(min_length=1)
+# The constraints the spec states for each keyword argument (generated/scale/params.py).
+RULES = rules(KEYWORDS)
+_PROMPT = prompt_rule(PROMPT)
 
 
 class ScaleWire:
@@ -52,19 +29,13 @@ class ScaleWire:
 
     def request(self, model: str, prompt: str, params: Mapping[str, Any], *, stream: bool) -> dict[str, Any]:
         """The generated request builder's kwargs for a call; ``ValueError`` for what the spec forbids."""
-        fields = check_params(params, RULES)
-        if "model_request_parameters" in fields:
-            fields["model_request_parameters"] = ParameterBindings(
-                bindings=ParameterBindingsBindings.from_dict(fields["model_request_parameters"])
-            )
-        if "chat_template_kwargs" in fields:
-            fields["chat_template_kwargs"] = CompletionRequestV2ChatTemplateKwargs.from_dict(
-                fields["chat_template_kwargs"]
-            )
+        body = body_fields(check_params(params, RULES), KEYWORDS)
+        body[PROMPT["wire"]] = _PROMPT("prompt", prompt)
         if stream:
-            fields["stream"] = True
-        body = CompletionRequestV2(prompt=_NON_EMPTY("prompt", prompt), **fields)
-        return create_completion._get_kwargs(model_deployment_id=path_segment("model", model), body=body)
+            body["stream"] = True
+        return create_completion._get_kwargs(
+            model_deployment_id=path_segment("model", model), body=cast(CompletionRequestV2, WireBody(body))
+        )
 
     def parse(self, content: bytes) -> Completion:
         """The ``Completion`` in a 200 response's body; ``Malformed`` if it is not what the spec says."""
@@ -75,8 +46,9 @@ class ScaleWire:
         if event.event == "error":
             body = _json_or_text(event.data)
             status = body.get("status_code", body.get("status")) if isinstance(body, dict) else None
-            valid = isinstance(status, int) and not isinstance(status, bool) and status >= 400
-            raise self._error(response, body, status if valid and isinstance(status, int) else 500)
+            if not isinstance(status, int) or isinstance(status, bool) or status < 400:
+                status = 500
+            raise self._error(response, body, status)
         if not event.data:
             return None
         try:
@@ -93,9 +65,11 @@ class ScaleWire:
         if errors is None:
             return status_error(response, body, status=status)
         detail = "; ".join(f"{'.'.join(map(str, loc))}: {msg}" for loc, msg, _ in errors)
-        error = status_error(response, body, detail=detail or None, status=status)
-        if isinstance(error, UnprocessableEntityError):  # always, for a 422
-            error.errors = errors
+        error = UnprocessableEntityError(
+            status_message(status, body, detail or None), response=response, body=body
+        )
+        error.status_code = status
+        error.errors = errors
         return error
 
 

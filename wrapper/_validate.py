@@ -1,13 +1,15 @@
 """Checking call arguments against the constraints the specs state, before anything is sent.
 
 A rule is a function ``(name, value) -> value to send`` that raises ``ValueError`` naming the
-parameter and the rule it broke. ``check_params`` applies a table of rules to a call's keyword
-arguments; ``None`` means "not given" and is left out of the request.
+parameter and the rule it broke. ``rule`` makes one from the constraints ``make regen`` emits into
+``generated/<api>/params.py``; ``check_params`` applies a table of rules to a call's keyword
+arguments, where ``None`` means "not given" and is left out of the request.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
@@ -85,46 +87,152 @@ def boolean(name: str, value: Any) -> Any:
     return value
 
 
-def one_of(allowed: Collection[str]) -> Rule:
-    """One of the ``allowed`` strings."""
+def one_of(allowed: Collection[Any]) -> Rule:
+    """One of the ``allowed`` values (of the same type: ``True`` is not ``1``)."""
+    shown = sorted(allowed, key=str)
 
     def check(name: str, value: Any) -> Any:
-        if not isinstance(value, str) or value not in allowed:
-            raise ValueError(f"{name} must be one of {sorted(allowed)}; got {_shown(value)}")
+        if not any(type(value) is type(option) and value == option for option in allowed):
+            raise ValueError(f"{name} must be one of {shown}; got {_shown(value)}")
         return value
 
     return check
 
 
-def texts(*, min_items: int = 0, max_items: int | None = None, item: Rule | None = None) -> Rule:
-    """A sequence (not a single string) of ``min_items`` to ``max_items`` strings, each passing ``item``."""
-    each = item if item is not None else text()
+def pattern(regex: str, inner: Rule) -> Rule:
+    """What ``inner`` accepts, if it also matches ``regex``."""
+    compiled = re.compile(regex)
 
     def check(name: str, value: Any) -> Any:
-        if isinstance(value, str | bytes) or not isinstance(value, Sequence):
-            raise ValueError(f"{name} must be a list of strings; got {_shown(value)}")
-        if len(value) < min_items or (max_items is not None and len(value) > max_items):
-            most = f" and at most {max_items}" if max_items is not None else ""
-            raise ValueError(f"{name} must have at least {min_items}{most} items; got {len(value)}")
-        return [each(f"{name}[{index}]", element) for index, element in enumerate(value)]
+        value = inner(name, value)
+        if not compiled.search(value):
+            raise ValueError(f"{name} must match {regex!r}; got {_shown(value)}")
+        return value
 
     return check
 
 
-def mapping(*, values: tuple[type, ...] | None = None) -> Rule:
-    """A mapping with string keys (and, if given, values of the ``values`` types); sent as a dict."""
+def array(*, min_items: int = 0, max_items: int | None = None, item: Rule, of: str = "") -> Rule:
+    """A sequence (not a single string) of ``min_items`` to ``max_items`` items, each passing ``item``."""
+
+    def check(name: str, value: Any) -> Any:
+        if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+            raise ValueError(f"{name} must be a list{of}; got {_shown(value)}")
+        if len(value) < min_items or (max_items is not None and len(value) > max_items):
+            most = f" and at most {max_items}" if max_items is not None else ""
+            raise ValueError(f"{name} must have at least {min_items}{most} items; got {len(value)}")
+        return [item(f"{name}[{index}]", element) for index, element in enumerate(value)]
+
+    return check
+
+
+def mapping(
+    *,
+    properties: Mapping[str, Rule] | None = None,
+    required: Collection[str] = (),
+    values: Rule | None = None,
+) -> Rule:
+    """A mapping with string keys, sent as a dict: the named ``properties`` (``required`` ones present),
+    and other keys only when ``values`` checks them."""
+    known = dict(properties or {})
 
     def check(name: str, value: Any) -> Any:
         if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
             raise ValueError(f"{name} must be a mapping with string keys; got {_shown(value)}")
-        if values is not None:
-            for key, element in value.items():
-                if not isinstance(element, values):
-                    allowed = ", ".join(kind.__name__ for kind in values)
-                    raise ValueError(f"{name}[{key!r}] must be one of {allowed}; got {_shown(element)}")
-        return dict(value)
+        for key in required:
+            if key not in value:
+                raise ValueError(f"{name} must have the key {key!r}; got {_shown(value)}")
+        checked = {}
+        for key, element in value.items():
+            each = known.get(key, values)
+            if each is None:
+                raise ValueError(f"{name} has no key {key!r}; its keys are {sorted(known)}")
+            checked[key] = each(f"{name}[{key!r}]", element)
+        return checked
 
     return check
+
+
+def anything(name: str, value: Any) -> Any:
+    """Any value: the spec states no constraint."""
+    return value
+
+
+def any_of(options: Sequence[Rule], described: Sequence[str]) -> Rule:
+    """What the first of ``options`` that accepts the value makes of it."""
+
+    def check(name: str, value: Any) -> Any:
+        for option in options:
+            try:
+                return option(name, value)
+            except ValueError:
+                continue
+        raise ValueError(f"{name} must be {' or '.join(described)}; got {_shown(value)}")
+
+    return check
+
+
+def nullable(inner: Rule) -> Rule:
+    """``None`` (sent as null), or what ``inner`` accepts."""
+    return lambda name, value: None if value is None else inner(name, value)
+
+
+_KINDS = {"integer": "an integer", "number": "a number", "string": "a string", "boolean": "True or False"}
+
+
+def _describe(schema: Mapping[str, Any]) -> str:
+    kind = schema.get("type", "")
+    return _KINDS.get(kind, "a list" if kind == "array" else "a mapping" if kind == "object" else "a value")
+
+
+def rule(schema: Mapping[str, Any]) -> Rule:
+    """The rule for a value that must meet ``schema``: constraints as ``generated/<api>/params.py`` states
+    them (``exclusiveMinimum``/``exclusiveMaximum`` as numbers, ``nullable`` for null)."""
+    check = _rule(schema)
+    return nullable(check) if schema.get("nullable") else check
+
+
+def _rule(schema: Mapping[str, Any]) -> Rule:
+    kind = schema.get("type")
+    if "anyOf" in schema:
+        options = schema["anyOf"]
+        return any_of([rule(option) for option in options], [_describe(option) for option in options])
+    if "enum" in schema:
+        return one_of(schema["enum"])
+    if kind in ("integer", "number"):
+        return number(
+            integer=kind == "integer",
+            gt=schema.get("exclusiveMinimum"),
+            ge=schema.get("minimum"),
+            lt=schema.get("exclusiveMaximum"),
+            le=schema.get("maximum"),
+        )
+    if kind == "string":
+        check = text(min_length=schema.get("minLength", 0), max_length=schema.get("maxLength"))
+        return pattern(schema["pattern"], check) if "pattern" in schema else check
+    if kind == "boolean":
+        return boolean
+    if kind == "array" or "items" in schema:
+        items = schema.get("items", {})
+        return array(
+            min_items=schema.get("minItems", 0),
+            max_items=schema.get("maxItems"),
+            item=rule(items),
+            of=" of strings" if items.get("type") == "string" else "",
+        )
+    if kind == "object" or "properties" in schema:
+        extra = schema.get("additionalProperties", True)
+        return mapping(
+            properties={key: rule(sub) for key, sub in schema.get("properties", {}).items()},
+            required=schema.get("required", ()),
+            values=rule(extra) if isinstance(extra, Mapping) else anything if extra else None,
+        )
+    return anything
+
+
+def rules(keywords: Mapping[str, Mapping[str, Any]]) -> dict[str, Rule]:
+    """A rule per keyword argument, from ``KEYWORDS`` in ``generated/<api>/params.py``."""
+    return {keyword: rule(data["schema"]) for keyword, data in keywords.items()}
 
 
 def check_params(params: Mapping[str, Any], rules: Mapping[str, Rule]) -> dict[str, Any]:
@@ -137,3 +245,36 @@ def check_params(params: Mapping[str, Any], rules: Mapping[str, Rule]) -> dict[s
         if value is not None:
             checked[name] = rule(name, value)
     return checked
+
+
+def body_fields(checked: Mapping[str, Any], keywords: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Checked keyword arguments as request-body fields: each under its wire name, reshaped if it says so."""
+    body: dict[str, Any] = {}
+    for keyword, value in checked.items():
+        data = keywords[keyword]
+        reshape = data["reshape"]
+        body[data["wire"]] = value if reshape is None else {**reshape["constants"], reshape["into"]: value}
+    return body
+
+
+class WireBody:
+    """A checked request body in its wire form, for a generated request builder (which calls ``to_dict``).
+
+    The builder's model would take it apart and put it back together unchanged (``from_dict`` then
+    ``to_dict``), at several times the cost of checking it.
+    """
+
+    __slots__ = ("_fields",)
+
+    def __init__(self, fields: dict[str, Any]) -> None:
+        self._fields = fields
+
+    def to_dict(self) -> dict[str, Any]:
+        """The body's JSON fields."""
+        return self._fields
+
+
+def prompt_rule(prompt: Mapping[str, Any]) -> Rule:
+    """The rule for the positional prompt: its field's constraints, and never empty."""
+    schema = prompt["schema"]
+    return rule({**schema, "minLength": max(1, schema.get("minLength", 0))})

@@ -11,8 +11,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Generator, Sequence
-from typing import TYPE_CHECKING, TypedDict, Unpack
+from collections.abc import AsyncGenerator, Generator
+from typing import TYPE_CHECKING, Any, Unpack
 
 import httpx
 
@@ -29,29 +29,14 @@ from ._base import (
 )
 
 if TYPE_CHECKING:
+    from generated.gradient.params import GradientParams
+
     from ._gradient_wire import GradientWire
     from ._results import Completion, CompletionChunk
 
 __all__ = ["DEFAULT_BASE_URL", "AsyncGradient", "Gradient", "GradientParams", "complete", "stream"]
 
 DEFAULT_BASE_URL = "https://api.gradient.ai/api"
-
-
-class GradientParams(TypedDict, total=False):
-    """The optional fields of Gradient's ``CompleteModelBodyParams``, as snake_case keyword arguments.
-
-    ``None`` means "not given": only the fields given are sent. ``guidance`` is the list of choices
-    the output must be one of (sent as ``{"type": "choice", "value": [...]}``); ``rag_collection`` is a
-    RAG collection id (sent as ``{"collectionId": ...}``).
-    """
-
-    max_generated_token_count: int | None
-    temperature: float | None
-    top_k: int | None
-    top_p: float | None
-    auto_template: bool | None
-    guidance: Sequence[str] | None
-    rag_collection: str | None
 
 
 def _config(
@@ -152,3 +137,12 @@ def stream(
 ) -> Generator[CompletionChunk, None, None]:
     """``Gradient().stream(...)`` on a client built from the environment on first use."""
     return _default.get().stream(model, prompt, **params)
+
+
+def __getattr__(name: str) -> Any:
+    """``GradientParams``, the keyword-argument TypedDict generated from the spec, loaded on first use."""
+    if name == "GradientParams":
+        from generated.gradient.params import GradientParams
+
+        return GradientParams
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

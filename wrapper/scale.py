@@ -12,8 +12,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Generator, Mapping, Sequence
-from typing import TYPE_CHECKING, Literal, TypedDict, Unpack
+from collections.abc import AsyncGenerator, Generator
+from typing import TYPE_CHECKING, Any, Unpack
 
 import httpx
 
@@ -30,34 +30,14 @@ from ._base import (
 )
 
 if TYPE_CHECKING:
+    from generated.scale.params import ScaleParams
+
     from ._results import Completion, CompletionChunk
     from ._scale_wire import ScaleWire
 
 __all__ = ["DEFAULT_BASE_URL", "AsyncScale", "Scale", "ScaleParams", "complete", "stream"]
 
 DEFAULT_BASE_URL = "https://api.egp.scale.com"
-
-
-class ScaleParams(TypedDict, total=False):
-    """The optional fields of Scale's ``CompletionRequestV2`` (all but ``stream``), as keyword arguments.
-
-    ``None`` means "not given": only the fields given are sent. ``model_request_parameters`` is the
-    mapping of bindings (sent as ``{"bindings": {...}}``).
-    """
-
-    max_tokens: int | None
-    temperature: float | None
-    stop_sequences: Sequence[str] | None
-    top_p: float | None
-    top_k: float | None
-    frequency_penalty: float | None
-    presence_penalty: float | None
-    logprobs: bool | None
-    top_logprobs: int | None
-    chat_template: str | None
-    chat_template_kwargs: Mapping[str, object] | None
-    reasoning_effort: Literal["low", "medium", "high"] | None
-    model_request_parameters: Mapping[str, str | int | float | bool] | None
 
 
 def _settings(api_key: str | None, account_id: str | None, base_url: str | None) -> Settings:
@@ -163,3 +143,12 @@ def complete(model: str, prompt: str, **params: Unpack[ScaleParams]) -> Completi
 def stream(model: str, prompt: str, **params: Unpack[ScaleParams]) -> Generator[CompletionChunk, None, None]:
     """``Scale().stream(...)`` on a client built from the environment on first use."""
     return _default.get().stream(model, prompt, **params)
+
+
+def __getattr__(name: str) -> Any:
+    """``ScaleParams``, the keyword-argument TypedDict generated from the spec, loaded on first use."""
+    if name == "ScaleParams":
+        from generated.scale.params import ScaleParams
+
+        return ScaleParams
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

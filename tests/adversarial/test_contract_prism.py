@@ -30,7 +30,7 @@ from ._expect import gradient_error_class
 from ._tap import Tap
 
 SCALE_FIELDS: dict[str, list[Any]] = {
-    "model_request_parameters": [{}, {"s": "x", "i": 1, "f": 1.5, "b": True}],
+    "model_request_parameters": [{"bindings": {}}, {"bindings": {"s": "x", "i": 1, "f": 1.5, "b": True}}],
     "temperature": [0.0, 0.2, 2.0],
     "stop_sequences": [[], ["\n"], ["a", "b", "c", "d"]],
     "max_tokens": [1, 2**31],
@@ -126,8 +126,6 @@ def test_scale_requests_meet_the_spec(prism_scale: str, params: dict[str, Any]) 
     assert response_violations(tap) == ["minItems"]
     assert json.loads(caught.value.text)["completions"] == [[]]
     sent = json.loads(tap.exchanges[0].request.content)
-    if "model_request_parameters" in params:
-        params["model_request_parameters"] = {"bindings": params["model_request_parameters"]}
     assert sent == {"prompt": "What is the capital of France?", **params}
 
 

@@ -52,12 +52,8 @@ _SCALE_PROPERTIES = schema("scale.yaml", "CompletionRequestV2")["properties"]
 SCALE_ARGUMENTS: dict[str, Field] = {
     name: (from_schema(node, "scale.yaml"), lambda value, name=name: (name, value))
     for name, node in _SCALE_PROPERTIES.items()
-    if name not in ("prompt", "stream", "model_request_parameters")
+    if name not in ("prompt", "stream")
 }
-SCALE_ARGUMENTS["model_request_parameters"] = (
-    from_schema(schema("scale.yaml", "ParameterBindings")["properties"]["bindings"], "scale.yaml"),
-    lambda value: ("model_request_parameters", {"bindings": value}),
-)
 _GRADIENT_PROPERTIES = schema("gradient.json", "CompleteModelBodyParams")["properties"]
 GRADIENT_ARGUMENTS: dict[str, Field] = {
     "max_generated_token_count": (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 from typing import Any
 
@@ -85,7 +86,7 @@ def _param_args(parser: argparse.ArgumentParser, provider: str) -> None:
     most = f"tokens to generate at most ({PROVIDERS[provider][1]})"
     group.add_argument("--max-tokens", type=_positive, metavar="N", help=most)
     group.add_argument("--temperature", type=float, metavar="T")
-    group.add_argument("--top-k", type=_natural if provider == "gradient" else float, metavar="K")
+    group.add_argument("--top-k", type=_spec_number(provider, "top_k"), metavar="K")
     group.add_argument("--top-p", type=float, metavar="P")
     if provider == "scale":
         stop = "stop sequence (repeatable)"
@@ -117,6 +118,12 @@ def flag_params(args: argparse.Namespace) -> dict[str, Any]:
     params = {name: value for name, value in params.items() if value is not None}
     params.update(args.param)
     return params
+
+
+def _spec_number(provider: str, keyword: str) -> Any:
+    """``int`` (not negative) or ``float``, as the provider's spec types the parameter."""
+    params = importlib.import_module(f"generated.{provider}.params")
+    return _natural if params.KEYWORDS[keyword]["schema"].get("type") == "integer" else float
 
 
 def _positive(text: str) -> int:

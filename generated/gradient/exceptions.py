@@ -1,0 +1,131 @@
+"""One ``GradientError`` subclass per ``type`` of the typed error bodies, and the tag table.
+
+Written by scripts/regen.py from specs/gradient.json and scripts/overrides.py; never edited by hand.
+The one generated module that imports the wrapper: its classes subclass the hand-written bases
+in ``wrapper._exceptions``. ``wrapper.errors`` re-exports them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from wrapper._exceptions import (
+    ContentFlaggedError,
+    GradientError,
+    RagError,
+    UnknownModelError,
+    _PayloadValidationError,
+)
+
+from . import models
+
+__all__ = [
+    "BodyParsingError",
+    "GenerationFailedError",
+    "GuidanceNotSupportedError",
+    "NoRagDocumentsFoundError",
+    "QueryOrPathParsingError",
+    "RagRequiresAutoTemplatingError",
+    "UnknownBaseModelError",
+    "UnknownModelAdapterError",
+    "UnknownRagCollectionError",
+    "UnprocessableContentError",
+]
+
+
+class BodyParsingError(_PayloadValidationError):
+    """Gradient could not parse the request body."""
+
+    raw: models.BodyParsingError
+
+
+class QueryOrPathParsingError(_PayloadValidationError):
+    """Gradient could not parse the query string or path (e.g. the model id)."""
+
+    raw: models.QueryOrPathParsingError
+
+
+class GenerationFailedError(GradientError):
+    """Gradient's generation failed."""
+
+    raw: models.FailedError
+
+
+class GuidanceNotSupportedError(GradientError):
+    """The model does not support ``guidance``."""
+
+    raw: models.ModelDoesNotSupportGuidanceError
+
+
+class NoRagDocumentsFoundError(RagError):
+    """The RAG collection had no documents for this query."""
+
+    raw: models.NoRagDocumentsFoundError
+
+
+class RagRequiresAutoTemplatingError(RagError):
+    """RAG needs ``auto_template`` left on."""
+
+    raw: models.RagRequiresAutoTemplatingError
+
+
+class UnknownBaseModelError(UnknownModelError):
+    """No base model has that id."""
+
+    raw: models.UnknownBaseModelError
+
+
+class UnknownModelAdapterError(UnknownModelError):
+    """No fine-tuned model adapter has that id."""
+
+    raw: models.UnknownModelAdapterError
+
+
+class UnknownRagCollectionError(RagError):
+    """No RAG collection has that id."""
+
+    raw: models.UnknownRagCollectionError
+
+
+class UnprocessableContentError(GradientError):
+    """Gradient could not process the content of the request."""
+
+    raw: models.UnprocessableContentError
+
+
+# Each typed error body by its ``type``: the generated model that parses it, the error it raises.
+ERRORS: dict[str, tuple[Callable[[Mapping[str, Any]], Any], type[GradientError]]] = {
+    "flaggedContent": (models.FlaggedContentError.from_dict, ContentFlaggedError),
+    "bodyParsingError": (models.BodyParsingError.from_dict, BodyParsingError),
+    "queryOrPathParsingError": (
+        models.QueryOrPathParsingError.from_dict,
+        QueryOrPathParsingError,
+    ),
+    "failed": (models.FailedError.from_dict, GenerationFailedError),
+    "modelDoesNotSupportGuidance": (
+        models.ModelDoesNotSupportGuidanceError.from_dict,
+        GuidanceNotSupportedError,
+    ),
+    "noRagDocumentsFound": (
+        models.NoRagDocumentsFoundError.from_dict,
+        NoRagDocumentsFoundError,
+    ),
+    "ragRequiresAutoTemplating": (
+        models.RagRequiresAutoTemplatingError.from_dict,
+        RagRequiresAutoTemplatingError,
+    ),
+    "unknownBaseModel": (models.UnknownBaseModelError.from_dict, UnknownBaseModelError),
+    "unknownModelAdapter": (
+        models.UnknownModelAdapterError.from_dict,
+        UnknownModelAdapterError,
+    ),
+    "unknownRagCollection": (
+        models.UnknownRagCollectionError.from_dict,
+        UnknownRagCollectionError,
+    ),
+    "unprocessableContent": (
+        models.UnprocessableContentError.from_dict,
+        UnprocessableContentError,
+    ),
+}

@@ -1,0 +1,125 @@
+"""Shared test helpers: the specs as the tests read them (normalised), and what they imply for the clients."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from normalize import HTTP_METHODS, normalize, pascal_case, snake_case, variant_tag
+from overrides import APIS
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC_FILES = {"gradient": ROOT / "specs" / "gradient.json", "scale": ROOT / "specs" / "scale.yaml"}
+NO_SUCH_NAME = "zz_no_spec_has_this_name"  # an unknown keyword, key or field in any spec
+
+
+def raw_spec(api: str) -> dict[str, Any]:
+    """The spec as published in specs/."""
+    text = SPEC_FILES[api].read_text()
+    return json.loads(text) if SPEC_FILES[api].suffix == ".json" else yaml.safe_load(text)
+
+
+def spec(api: str) -> dict[str, Any]:
+    """The normalised spec (what regen generates from)."""
+    return normalize(raw_spec(api))
+
+
+def resolve(doc: dict[str, Any], schema: Any) -> Any:
+    while isinstance(schema, dict) and "$ref" in schema:
+        schema = doc["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+    return schema
+
+
+def non_null(doc: dict[str, Any], schema: Any) -> Any:
+    """The schema a nullable wrapper holds (3.0 ``allOf``+``nullable``, 3.1 ``anyOf`` with null)."""
+    schema = resolve(doc, schema)
+    for keyword in ("allOf", "anyOf", "oneOf"):
+        parts = [p for p in schema.get(keyword, []) if p != {"type": "null"}]
+        if len(parts) == 1 and len(schema[keyword]) <= 2:
+            return non_null(doc, parts[0])
+    if isinstance(schema.get("type"), list):
+        return {**schema, "type": next(t for t in schema["type"] if t != "null")}
+    return schema
+
+
+def operation(doc: dict[str, Any], api: str) -> dict[str, Any]:
+    wanted = APIS[api].operation
+    return next(
+        item[m]
+        for item in doc["paths"].values()
+        for m in HTTP_METHODS
+        if item.get(m, {}).get("operationId") == wanted
+    )
+
+
+def body_schema(doc: dict[str, Any], api: str) -> dict[str, Any]:
+    schema: dict[str, Any] = resolve(
+        doc, operation(doc, api)["requestBody"]["content"]["application/json"]["schema"]
+    )
+    return schema
+
+
+def keyword_schemas(api: str) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Per keyword argument the client should take: its wire field and the schema its value must meet."""
+    doc, choices = spec(api), APIS[api]
+    reshaped = {r.field: (keyword, r.into) for keyword, r in choices.reshapes.items()}
+    found = {}
+    for name, schema in body_schema(doc, api)["properties"].items():
+        if name == choices.prompt or name in choices.hidden:
+            continue
+        if name in reshaped:
+            keyword, into = reshaped[name]
+            found[keyword] = (name, non_null(doc, non_null(doc, schema)["properties"][into]))
+        else:
+            found[snake_case(name)] = (name, non_null(doc, schema))
+    return found
+
+
+def sample(doc: dict[str, Any], schema: Any) -> Any:
+    """A value that meets ``schema`` (every property given)."""
+    schema = non_null(doc, schema)
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if kind in ("integer", "number"):
+        low = schema.get("exclusiveMinimum", schema.get("minimum"))
+        low = (low if not isinstance(low, bool) else schema["minimum"]) if low is not None else 0
+        high = schema.get("exclusiveMaximum", schema.get("maximum"))
+        high = (high if not isinstance(high, bool) else schema["maximum"]) if high is not None else low + 2
+        return (low + high) // 2 if kind == "integer" else (low + high) / 2
+    if kind == "string":
+        return "x" * max(schema.get("minLength", 1), 1)
+    if kind == "boolean":
+        return True
+    if kind == "array":
+        return [sample(doc, schema.get("items", {}))] * max(schema.get("minItems", 1), 1)
+    if "properties" in schema:
+        return {key: sample(doc, sub) for key, sub in schema["properties"].items()}
+    if kind == "object":
+        extra = schema.get("additionalProperties")
+        return {"key": sample(doc, extra) if isinstance(extra, dict) and extra else "value"}
+    return "value"
+
+
+def error_variants(api: str = "gradient") -> dict[str, tuple[str, dict[str, Any]]]:
+    """Each tagged error body of the operation's errors: tag -> (its schema's name, the schema)."""
+    doc = spec(api)
+    found = {}
+    for status, response in operation(doc, api)["responses"].items():
+        if status.startswith("2"):
+            continue
+        for media in response.get("content", {}).values():
+            union = resolve(doc, media["schema"])
+            for member in union.get("oneOf") or union.get("anyOf") or []:
+                tag = variant_tag(resolve(doc, member))
+                if tag is not None:
+                    found[tag[1]] = (member["$ref"].rsplit("/", 1)[1], resolve(doc, member))
+    return found
+
+
+def error_class_name(tag: str) -> str:
+    """The name the override table gives a tag's exception, else ``<Tag>Error``."""
+    name = APIS["gradient"].error_names.get(tag) or pascal_case(tag)
+    return name if name.endswith("Error") else name + "Error"

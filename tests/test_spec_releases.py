@@ -1,0 +1,312 @@
+"""Vendor releases applied to a copy of the project: ``scripts/regen.py`` there, its tests, no other edit.
+
+Each release edits the copy's specs/, regenerates once, then runs the copy's spec-driven tests and
+a check of the new thing through the copy's public API (sync and async clients against a local
+server, the CLI, ``wrapper.errors``, mypy, the sandbox) in one subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from helpers import ROOT, SPEC_FILES
+
+COPIED = ("wrapper", "generated", "scripts", "specs", "tests", "pyproject.toml")
+VALIDATION, ERRORS, REQUESTS = (
+    "tests/test_client_validation.py",
+    "tests/test_client_errors.py",
+    "tests/test_client_requests.py",
+)
+GENERATED, NORMALIZE = "tests/test_generated.py", "tests/test_normalize.py"
+pytestmark = pytest.mark.timeout(900)  # a regen and a test run of the copy each
+NEW = "zz_release_field"  # a field no spec has today
+
+# Shared by every release's check module: run the CLI and mypy in the copy.
+CHECK_HEADER = """
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import GRADIENT_BODY, LocalServer, call, json_reply, scale_body
+
+from wrapper.sandbox import Sandbox
+
+COPY = Path(__file__).resolve().parents[1]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(COPY)}
+    cmd = [sys.executable, "-m", "wrapper", "complete", *args, "--max-retries", "0", "--timeout", "10"]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=COPY, timeout=60)
+
+
+def mypy(source: str, tmp_path: Path) -> str:
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text(source)
+    cmd = [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "cache"), str(snippet)]
+    env = {**os.environ, "PYTHONPATH": str(COPY)}
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=COPY, timeout=300).stdout
+"""
+
+
+def project_copy(tmp_path: Path) -> Path:
+    copy = tmp_path / "project"
+    ignore = shutil.ignore_patterns("__pycache__", ".mypy_cache", ".pytest_cache")
+    for name in COPIED:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, copy / name, ignore=ignore)
+        else:
+            shutil.copy2(source, copy / name)
+    return copy
+
+
+def release(
+    tmp_path: Path, api: str, change: Callable[[dict[str, Any]], None], relevant: tuple[str, ...], check: str
+) -> str:
+    """Apply ``change`` to the copy's spec of ``api``, regenerate, run the ``relevant`` tests and ``check``
+    (its sandbox test last); return regen's report."""
+    copy = project_copy(tmp_path)
+    path = copy / "specs" / SPEC_FILES[api].name
+    doc = json.loads(path.read_text()) if path.suffix == ".json" else yaml.safe_load(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc, indent=2) if path.suffix == ".json" else yaml.safe_dump(doc))
+    env = {**os.environ, "PYTHONPATH": str(copy)}
+    regen = subprocess.run(
+        [sys.executable, "scripts/regen.py"], cwd=copy, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert regen.returncode == 0, regen.stdout + regen.stderr
+    (copy / "tests" / "test_release_check.py").write_text(CHECK_HEADER + textwrap.dedent(check))
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:randomly", "-p", "no:cacheprovider"]
+    tests = subprocess.run(
+        [*cmd, *relevant, "tests/test_release_check.py"],
+        cwd=copy, env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert tests.returncode == 0, tests.stdout[-6000:] + tests.stderr[-2000:]
+    return regen.stdout
+
+
+def scale_request(doc: dict[str, Any]) -> dict[str, Any]:
+    properties: dict[str, Any] = doc["components"]["schemas"]["CompletionRequestV2"]["properties"]
+    return properties
+
+
+def gradient_schemas(doc: dict[str, Any]) -> dict[str, Any]:
+    schemas: dict[str, Any] = doc["components"]["schemas"]
+    return schemas
+
+
+def test_a_new_bounded_scale_field_and_a_tightened_bound(tmp_path: Path) -> None:
+    def change(doc: dict[str, Any]) -> None:
+        request = scale_request(doc)
+        request[NEW] = {"type": "integer", "minimum": 1, "maximum": 10, "title": "New", "description": "New."}
+        request["top_p"].update(minimum=0, maximum=1)
+
+    report = release(
+        tmp_path,
+        "scale",
+        change,
+        (VALIDATION, REQUESTS),
+        f'''
+        async def test_new_field_end_to_end(make_client, mode, server: LocalServer, tmp_path) -> None:
+            server.script(json_reply(200, scale_body()))
+            client = make_client("scale", mode, base_url=server.url, timeout=10)
+            await call(client.complete("m", "hi", {NEW}=3, top_p=0.5))
+            assert server.requests[-1][3] == {{"prompt": "hi", "{NEW}": 3, "top_p": 0.5}}
+            for bad in ({{"{NEW}": 11}}, {{"{NEW}": 0}}, {{"top_p": 1.5}}, {{"top_p": -0.1}}):
+                with pytest.raises(ValueError, match=next(iter(bad))):
+                    await call(client.complete("m", "hi", **bad))
+            assert len(server.requests) == 1
+
+            done = cli("scale", "m", "hi", "--param", "{NEW}=4", "--base-url", server.url, "--api-key", "k")
+            assert done.returncode == 0, done.stderr
+            assert server.requests[-1][3]["{NEW}"] == 4
+            args = ["--base-url", server.url, "--api-key", "k"]
+            refused = cli("scale", "m", "hi", "--param", "{NEW}=40", *args)
+            assert refused.returncode == 2
+            assert "{NEW}" in refused.stderr
+
+            out = mypy(
+                "from wrapper.scale import Scale\\n"
+                "Scale(api_key='k').complete('m', 'p', {NEW}=3)\\n"
+                "Scale(api_key='k').complete('m', 'p', zz_unknown_keyword=3)\\n",
+                tmp_path,
+            )
+            assert 'Unexpected keyword argument "zz_unknown_keyword"' in out, out
+            assert "{NEW}" not in out, out
+
+        def test_the_sandbox_accepts_the_field_and_enforces_the_bounds() -> None:
+            with Sandbox() as sandbox, httpx.Client(base_url=sandbox.url, timeout=10) as http:
+                url, headers = "/v4/models/m/completions", {{"x-api-key": "k"}}
+                ok = http.post(url, headers=headers, json={{"prompt": "hi", "{NEW}": 3, "max_tokens": 2}})
+                assert ok.status_code == 200, ok.text
+                for bad in ({{"{NEW}": 11}}, {{"top_p": 1.5}}):
+                    answer = http.post(url, headers=headers, json={{"prompt": "hi", **bad}})
+                    assert answer.status_code == 422, answer.text
+        ''',
+    )
+    assert f"+ keyword ScaleParams.{NEW}: int | None optional" in report
+    assert "BREAKING + constraint CompletionRequestV2.top_p.maximum: (none) -> 1" in report
+
+
+def test_a_new_gradient_field_and_error_variant(tmp_path: Path) -> None:
+    def change(doc: dict[str, Any]) -> None:
+        schemas = gradient_schemas(doc)
+        schemas["CompleteModelBodyParams"]["properties"]["zzReleaseField"] = {
+            "type": "string", "nullable": True, "maxLength": 8, "description": "New.",
+        }  # fmt: skip
+        variants = schemas["CompleteModelError"]["oneOf"]
+        variant = json.loads(json.dumps(variants[-1]))
+        variant["properties"]["type"]["enum"] = ["zzQuotaExceeded"]
+        variants.append(variant)
+
+    report = release(
+        tmp_path,
+        "gradient",
+        change,
+        (VALIDATION, ERRORS, GENERATED),
+        f'''
+        async def test_new_field_and_error(make_client, mode, server: LocalServer, tmp_path) -> None:
+            from wrapper.errors import GradientError, ZzQuotaExceededError
+
+            server.script(json_reply(200, GRADIENT_BODY))
+            client = make_client("gradient", mode, base_url=server.url + "/api", timeout=10, max_retries=0)
+            await call(client.complete("m", "hi", {NEW}="abc"))
+            assert server.requests[-1][3] == {{"query": "hi", "zzReleaseField": "abc"}}
+            with pytest.raises(ValueError, match="{NEW}"):
+                await call(client.complete("m", "hi", {NEW}="x" * 9))
+
+            server.script(json_reply(400, {{"type": "zzQuotaExceeded", "message": "over quota"}}))
+            with pytest.raises(ZzQuotaExceededError) as caught:
+                await call(client.complete("m", "hi"))
+            assert isinstance(caught.value, GradientError)
+            assert (caught.value.type, caught.value.raw.message) == ("zzQuotaExceeded", "over quota")
+
+            server.script(json_reply(200, GRADIENT_BODY))
+            args = ["--base-url", server.url + "/api", "--access-token", "t", "--workspace-id", "w"]
+            done = cli("gradient", "m", "hi", "--param", "{NEW}=abc", *args)
+            assert done.returncode == 0, done.stderr
+            assert server.requests[-1][3]["zzReleaseField"] == "abc"
+
+            out = mypy(
+                "from wrapper.errors import ZzQuotaExceededError\\n"
+                "from wrapper.gradient import Gradient\\n"
+                "g = Gradient(access_token='t', workspace_id='w')\\n"
+                "g.complete('m', 'p', {NEW}='abc')\\n"
+                "g.complete('m', 'p', zz_unknown_keyword=3)\\n",
+                tmp_path,
+            )
+            assert 'Unexpected keyword argument "zz_unknown_keyword"' in out, out
+            assert "{NEW}" not in out and "ZzQuotaExceededError" not in out, out
+
+        def test_the_sandbox_accepts_the_field_and_enforces_its_bound() -> None:
+            with Sandbox() as sandbox, httpx.Client(base_url=sandbox.url, timeout=10) as http:
+                url = "/api/models/nous-hermes2/complete"
+                headers = {{"authorization": "Bearer t", "x-gradient-workspace-id": "w"}}
+                ok = http.post(url, headers=headers, json={{"query": "hi", "zzReleaseField": "abc"}})
+                assert ok.status_code == 200, ok.text
+                bad = http.post(url, headers=headers, json={{"query": "hi", "zzReleaseField": "x" * 9}})
+                assert 400 <= bad.status_code < 500, bad.text
+        ''',
+    )
+    assert "+ error-variant zzQuotaExceeded: ZzQuotaExceededError class" in report
+    assert f"+ keyword GradientParams.{NEW}: str | None optional" in report
+
+
+def test_an_untagged_error_variant(tmp_path: Path) -> None:
+    def change(doc: dict[str, Any]) -> None:
+        gradient_schemas(doc)["CompleteModelError"]["oneOf"].append(
+            {"type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]}
+        )
+
+    release(
+        tmp_path,
+        "gradient",
+        change,
+        (ERRORS, GENERATED, NORMALIZE),
+        """
+        async def test_untagged_body_keeps_its_status_class(make_client, mode, server: LocalServer) -> None:
+            from generated.gradient.models import CompleteModelErrorVariant12
+            from wrapper.errors import BadRequestError
+
+            assert CompleteModelErrorVariant12.from_dict({"error": "e"}).error == "e"
+            server.script(json_reply(400, {"error": "legacy"}))
+            client = make_client("gradient", mode, base_url=server.url + "/api", timeout=10, max_retries=0)
+            with pytest.raises(BadRequestError) as caught:
+                await call(client.complete("m", "hi"))
+            assert type(caught.value) is BadRequestError
+            assert caught.value.body == {"error": "legacy"}
+        """,
+    )
+
+
+def test_a_31_nullable_enum_and_a_nullable_inline_response_object(tmp_path: Path) -> None:
+    def change(doc: dict[str, Any]) -> None:
+        scale_request(doc)[NEW] = {
+            "anyOf": [{"type": "string", "enum": ["auto", "flex"]}, {"type": "null"}], "title": "Tier",
+        }  # fmt: skip
+        doc["components"]["schemas"]["CompletionResponse"]["properties"]["usage"] = {
+            "anyOf": [
+                {"type": "object", "properties": {"total": {"type": "integer"}}, "required": ["total"]},
+                {"type": "null"},
+            ],
+            "title": "Usage",
+        }
+
+    release(
+        tmp_path,
+        "scale",
+        change,
+        (VALIDATION, REQUESTS, GENERATED),
+        f'''
+        async def test_enum_and_response_object(make_client, mode, server: LocalServer, tmp_path) -> None:
+            from generated.scale.models import CompletionResponseUsage
+
+            server.script(json_reply(200, scale_body(usage={{"total": 7}})))
+            client = make_client("scale", mode, base_url=server.url, timeout=10)
+            result = await call(client.complete("m", "hi", {NEW}="flex"))
+            assert server.requests[-1][3] == {{"prompt": "hi", "{NEW}": "flex"}}
+            assert isinstance(result.raw.usage, CompletionResponseUsage)
+            assert result.raw.usage.total == 7
+            server.script(json_reply(200, scale_body(usage=None)))
+            assert (await call(client.complete("m", "hi"))).raw.usage is None
+            with pytest.raises(ValueError, match="{NEW}"):
+                await call(client.complete("m", "hi", {NEW}="slow"))
+
+            args = ["--base-url", server.url, "--api-key", "k"]
+            done = cli("scale", "m", "hi", "--param", "{NEW}=auto", *args)
+            assert done.returncode == 0, done.stderr
+            out = mypy(
+                "from wrapper.scale import Scale\\n"
+                "Scale(api_key='k').complete('m', 'p', {NEW}='auto')\\n"
+                "Scale(api_key='k').complete('m', 'p', {NEW}='slow')\\n",
+                tmp_path,
+            )
+            assert out.count("error:") == 1 and ":3:" in out, out
+
+        def test_the_sandbox_accepts_the_enum() -> None:
+            with Sandbox() as sandbox, httpx.Client(base_url=sandbox.url, timeout=10) as http:
+                url, headers = "/v4/models/m/completions", {{"x-api-key": "k"}}
+                body = {{"prompt": "hi", "{NEW}": "flex", "max_tokens": 2}}
+                ok = http.post(url, headers=headers, json=body)
+                assert ok.status_code == 200, ok.text
+                bad = http.post(url, headers=headers, json={{"prompt": "hi", "{NEW}": "slow"}})
+                assert bad.status_code == 422, bad.text
+        ''',
+    )
