@@ -18,7 +18,6 @@ from typing import Any
 
 import httpx
 import pytest
-from httpx_aiohttp import AiohttpTransport
 
 from wrapper import BatchResult, _retry
 from wrapper.errors import APIResponseValidationError, BadRequestError, ContentFlaggedError
@@ -109,9 +108,9 @@ def test_sync_scale_batch_survives_chaos(sb: Sandbox) -> None:
 @pytest.mark.timeout(60)
 @pytest.mark.usefixtures("fast_backoff")
 async def test_async_gradient_batch_survives_chaos(sb: Sandbox) -> None:
-    """As they finish, on the aiohttp transport the async clients use by default."""
+    """As they finish, through httpx's async transport (tapped, so every attempt is seen)."""
     _inject(sb, "gradient")
-    tap = Tap(AiohttpTransport())
+    tap = Tap(httpx.AsyncHTTPTransport())
     http = httpx.AsyncClient(transport=tap)
     gradient = sandbox_client(
         sb, "gradient", asynchronous=True, timeout=TIMEOUT, max_retries=MAX_RETRIES, http_client=http
