@@ -13,9 +13,9 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import httpx
+from helpers import retry_waits
 from hypothesis import given
 from hypothesis import strategies as st
-from helpers import retry_waits
 
 from wrapper import Completion, CompletionChunk, _retry
 from wrapper.errors import (
