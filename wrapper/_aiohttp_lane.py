@@ -9,6 +9,7 @@ raised as the httpx exception of the same kind, so both lanes fail alike.
 from __future__ import annotations
 
 import functools
+import io
 import json
 import ssl
 from collections.abc import Mapping
@@ -18,6 +19,9 @@ import aiohttp
 import httpx
 
 __all__ = ["Lane", "Reply", "encode_json"]
+
+_LARGE = 1 << 20
+"""Bodies above this go as a file object: aiohttp warns that writing them from bytes blocks the loop."""
 
 
 class Reply(NamedTuple):
@@ -94,7 +98,7 @@ class Lane:
         try:
             async with session.post(
                 url,
-                data=content,
+                data=content if len(content) <= _LARGE else io.BytesIO(content),
                 headers=headers,
                 timeout=_client_timeout(timeouts.connect, timeouts.read, timeouts.pool),
                 allow_redirects=False,
