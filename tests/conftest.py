@@ -148,6 +148,8 @@ class LocalServer:
 
 
 class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # many clients connecting at once are queued, not dropped
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client that timed out or went away on purpose
 
