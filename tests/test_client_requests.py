@@ -354,7 +354,7 @@ def test_importing_the_clients_stays_light() -> None:
     """No aiohttp (loaded with the first async client), no sandbox, CLI or test-only packages."""
     code = "import sys, wrapper, wrapper.scale, wrapper.gradient, wrapper.errors; print(sorted(sys.modules))"
     loaded = set(json.loads(subprocess.check_output([sys.executable, "-c", code]).decode().replace("'", '"')))
-    assert not loaded & {"aiohttp", "httpx_aiohttp", "starlette", "uvicorn", "tqdm", "yaml"}
+    assert not loaded & {"aiohttp", "starlette", "uvicorn", "tqdm", "yaml"}
     assert wrapper.Completion is Completion
 
 
