@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 
+import httpcore
 import httpx
 import pytest
 import respx
-from conftest import CLASSES, CREDENTIALS, GRADIENT_BODY, call, collect, scale_body
+from conftest import CLASSES, CREDENTIALS, GRADIENT_BODY, LocalServer, call, collect, scale_body
 from pytest_httpx import HTTPXMock
+
+from wrapper.scale import AsyncScale
 
 BASE_URLS = {"scale": "https://scale.mocked.test", "gradient": "https://gradient.mocked.test/api"}
 CLIENTS = [(provider, mode) for provider in ("scale", "gradient") for mode in ("sync", "async")]
@@ -73,3 +76,26 @@ async def test_pytest_httpx_intercepts_every_default_client(
     assert len(requests) == 5
     assert all(str(r.url).startswith(BASE_URLS[provider]) for r in requests)
     assert all(r.headers["user-agent"].startswith("completion-clients/") for r in requests)
+
+
+@pytest.mark.usefixtures("clean_env")
+async def test_an_instrumentation_of_httpcore_sees_the_async_requests(
+    server: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As OpenTelemetry's httpx instrumentation wraps httpcore's pool, a wrapper installed after the client
+    was built sees its requests (which then go through httpx), and the fast lane returns once it is gone."""
+    original = httpcore.AsyncConnectionPool.handle_async_request
+    seen: list[str] = []
+
+    async def traced(self: httpcore.AsyncConnectionPool, request: httpcore.Request) -> httpcore.Response:
+        seen.append(request.url.target.decode())
+        return await original(self, request)
+
+    async with AsyncScale(**CREDENTIALS["scale"], base_url=server.url, timeout=10) as scale:
+        assert (await scale.complete("m", "before")).text == "Paris"
+        monkeypatch.setattr(httpcore.AsyncConnectionPool, "handle_async_request", traced)
+        assert (await scale.complete("m", "traced")).text == "Paris"
+        monkeypatch.undo()
+        assert (await scale.complete("m", "after")).text == "Paris"
+    assert seen == ["/v4/models/m/completions"]
+    assert [body["prompt"] for *_, body in server.requests] == ["before", "traced", "after"]

@@ -18,6 +18,7 @@ import functools
 import logging
 import os
 import re
+import sys
 import threading
 import time
 import types
@@ -33,7 +34,6 @@ from collections.abc import (
 )
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, TypeVar
 
-import httpcore
 import httpx
 
 from . import _retry
@@ -108,31 +108,37 @@ def proxy_in_env() -> bool:
     return any(proxies.get(scheme) for scheme in ("http", "https", "all"))
 
 
-def _transport_hooks() -> tuple[object, ...]:
-    """What respx, pytest-httpx and OpenTelemetry's httpx instrumentation replace to see requests."""
-    return (
-        httpx.AsyncHTTPTransport.handle_async_request,
-        httpcore.AsyncConnectionPool.handle_async_request,
-        httpx.AsyncClient._transport_for_url,
-    )
-
-
-def _pristine(hooks: tuple[object, ...]) -> tuple[object, ...] | None:
-    """``hooks`` if they are httpx's and httpcore's own functions (none is patched now), else None."""
-    own = all(
-        type(hook) is types.FunctionType and hook.__module__.partition(".")[0] in ("httpx", "httpcore")
-        for hook in hooks
-    )
-    return hooks if own else None
-
-
-_PRISTINE_HOOKS = _pristine(_transport_hooks())
-"""httpx's own functions, captured at import: while they are in place, no mock or tracer is watching."""
+_HOOKS = (
+    ("httpx", "AsyncHTTPTransport", "handle_async_request"),  # pytest-httpx
+    ("httpcore", "AsyncConnectionPool", "handle_async_request"),  # respx, OpenTelemetry
+    ("httpx", "AsyncClient", "_transport_for_url"),  # respx's other mocker
+)
+"""The functions that HTTP mocks and httpx instrumentations replace to see requests."""
+_originals: dict[tuple[str, str, str], object] = {}
 
 
 def httpx_is_watched() -> bool:
-    """True when a mock or an instrumentation has replaced one of httpx's transport functions."""
-    return _transport_hooks() != _PRISTINE_HOOKS
+    """True when a mock or an instrumentation has replaced one of httpx's (or httpcore's) transport functions.
+
+    Each is compared with the original captured the first time its module was seen (httpx's at import);
+    a module not imported yet cannot have been patched, and is not imported here (httpcore is slow to).
+    """
+    for key in _HOOKS:
+        module = sys.modules.get(key[0])
+        if module is None:
+            continue
+        hook = getattr(getattr(module, key[1]), key[2])
+        original = _originals.get(key)
+        if original is None:
+            if type(hook) is not types.FunctionType or hook.__module__.partition(".")[0] != key[0]:
+                return True  # already replaced before we first looked
+            original = _originals.setdefault(key, hook)
+        if hook is not original:
+            return True
+    return False
+
+
+httpx_is_watched()  # capture httpx's own functions now, before a test tool can replace them
 
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
