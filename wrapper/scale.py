@@ -26,9 +26,9 @@ from ._base import (
     SyncClient,
     Timeout,
     from_env,
-    header_value,
     required,
 )
+from ._network import header_value
 
 if TYPE_CHECKING:
     from ._results import Completion, CompletionChunk
