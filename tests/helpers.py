@@ -1,14 +1,19 @@
-"""Shared test helpers: the specs as the tests read them (normalised), and what they imply for the clients."""
+"""Helpers shared by test modules (``from helpers import ...``): the specs as tests read them; retry waits."""
 
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import yaml
 from normalize import HTTP_METHODS, normalize, pascal_case, snake_case, variant_tag
 from overrides import APIS
+
+from wrapper import testing
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC_FILES = {"gradient": ROOT / "specs" / "gradient.json", "scale": ROOT / "specs" / "scale.yaml"}
@@ -123,3 +128,32 @@ def error_class_name(tag: str) -> str:
     """The name the override table gives a tag's exception, else ``<Tag>Error``."""
     name = APIS["gradient"].error_names.get(tag) or pascal_case(tag)
     return name if name.endswith("Error") else name + "Error"
+
+
+class _RetryWaits(logging.Handler):
+    """Collects the delay of each ``retrying ... in %.2fs`` record the clients log at INFO."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.waits: list[float] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if isinstance(record.args, tuple) and str(record.msg).startswith("retrying "):
+            self.waits.append(float(record.args[2]))  # type: ignore[arg-type]
+
+
+@contextmanager
+def retry_waits() -> Iterator[list[float]]:
+    """Testing mode on (retries do not wait), and the waits they would have had, read from the log."""
+    logger = logging.getLogger("wrapper")
+    handler, level, was_testing = _RetryWaits(), logger.level, testing.is_testing()
+    logger.addHandler(handler)
+    if not logger.isEnabledFor(logging.INFO):
+        logger.setLevel(logging.INFO)
+    testing.set_testing(True)
+    try:
+        yield handler.waits
+    finally:
+        testing.set_testing(was_testing)
+        logger.setLevel(level)
+        logger.removeHandler(handler)

@@ -14,7 +14,7 @@ from generated.gradient.params import KEYWORDS, PROMPT
 
 from ._errors_map import Malformed, body_of, parse_model, status_error
 from ._exceptions import APIStatusError, GradientError
-from ._results import Completion
+from ._results import Completion, ResponseHeaders
 from ._validate import WireBody, body_fields, check_params, path_segment, prompt_rule, rules
 
 # The constraints the spec states for each keyword argument (generated/gradient/params.py).
@@ -40,12 +40,12 @@ class GradientWire:
             x_gradient_workspace_id=self._workspace_id,
         )
 
-    def parse(self, content: bytes) -> Completion:
+    def parse(self, content: bytes, headers: ResponseHeaders) -> Completion:
         """The ``Completion`` in a 200 response's body (Gradient reports no token counts or logprobs)."""
         raw = parse_model(CompleteModelSuccess.from_dict, content)
         if not isinstance(raw.generated_output, str) or not isinstance(raw.finish_reason, str):
             raise Malformed("has generatedOutput or finishReason that is not a string")
-        return Completion(raw.generated_output, raw.finish_reason, None, None, None, raw=raw)
+        return Completion(raw.generated_output, raw.finish_reason, None, None, None, raw=raw, headers=headers)
 
     def status_error(self, response: httpx.Response) -> APIStatusError:
         """The error of a typed 4XX body by its ``type``; the status class for anything else.
