@@ -20,7 +20,7 @@ from starlette.types import Message, Receive, Scope, Send
 from . import _catalog
 from ._faults import Api, Fault, FaultPlan, make_rule, parse_rule
 from ._lm import Generation, LanguageModel, Sampling, Step
-from ._validate import Invalid, error, gradient_request, scale_request
+from ._validate import Invalid, error, request_body
 
 
 class _Anything(Convertor[str]):
@@ -257,7 +257,7 @@ class SandboxApp:
                 issues=[error(("id",), "string_too_short", "Invalid model id", model_id)],
             )
         try:
-            body = gradient_request(await request.body())
+            body = request_body("gradient", await request.body())
         except Invalid as exc:
             return _gradient_error("bodyParsingError", "Invalid request body", issues=exc.errors)
         return self._gradient_complete(model_id, body)
@@ -283,9 +283,10 @@ class SandboxApp:
         if "rag" in body:
             if not body.get("autoTemplate", True):
                 return _gradient_error("ragRequiresAutoTemplating", "RAG requires autoTemplate to be true")
-            if body["rag"] != _catalog.RAG_COLLECTION:
+            collection = body["rag"]["collectionId"]
+            if collection != _catalog.RAG_COLLECTION:
                 return _gradient_error(
-                    "unknownRagCollection", f"RAG collection {body['rag']!r} does not exist"
+                    "unknownRagCollection", f"RAG collection {collection!r} does not exist"
                 )
             documents = _catalog.retrieve(query)
             if not documents:
@@ -303,7 +304,7 @@ class SandboxApp:
             return _gradient_error("failed", "Generation failed")
         if "guidance" in body:
             return JSONResponse(
-                {"finishReason": "stop", "generatedOutput": lm.choose(prompt, body["guidance"])}
+                {"finishReason": "stop", "generatedOutput": lm.choose(prompt, body["guidance"]["value"])}
             )
         sampling = _sampling(
             body.get("temperature"),
@@ -333,7 +334,7 @@ class SandboxApp:
         if request.headers.get("x-api-key", "") in ("", _catalog.REJECTED_CREDENTIAL):
             return JSONResponse({"detail": "Not authenticated: send the x-api-key header"}, status_code=401)
         try:
-            body = scale_request(raw)
+            body = request_body("scale", raw)
         except Invalid as exc:
             return _scale_invalid(exc.errors)
         known = self.models.get(("scale", model_id))
