@@ -43,9 +43,12 @@ OPTIONS = st.dictionaries(st.sampled_from(KEYS), VALUES, max_size=4) | st.builds
     st.floats(-1, 0.01) | st.sampled_from(["x", None, [], "0.01"]),
 )
 PRINTABLE = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=6)
+MEANINGFUL = st.sampled_from(["429", "503", "204", "200", "json", "shape", "0", "1", "0.01", "2.5"])
 HEADER = st.lists(
-    st.builds("{}={}".format, st.sampled_from([*KEYS, "retry-after", ""]), PRINTABLE)
-    | st.sampled_from(["reset", "", "=", "status"]),
+    st.builds("{}={}".format, st.sampled_from([*KEYS, "retry-after", ""]), PRINTABLE | MEANINGFUL)
+    | st.sampled_from(
+        ["reset", "", "=", "status", "status=429", "status=503", "malformed=json", "malformed=shape"]
+    ),
     max_size=4,
 ).map(";".join)
 SCALE = (
