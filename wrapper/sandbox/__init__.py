@@ -238,3 +238,8 @@ class Sandbox:
     def reset_stats(self) -> None:
         """Start counting afresh."""
         self.app.counter.reset()
+
+    def reset(self) -> None:
+        """Back to how it started: no fault queued, stats (and recorded exchanges) cleared, every rate
+        budget full, and sampling reseeded, so what follows answers as a fresh sandbox would."""
+        self.app.reset()

@@ -125,6 +125,7 @@ class SandboxApp:
     """The ASGI app. ``connections`` lists the server's open connections, so faults can abort one."""
 
     def __init__(self, seed: int | None = 0, *, rpm: float | None = None, tpm: float | None = None) -> None:
+        self.seed = seed
         self.rng = random.Random(seed)
         self.limits = RateLimits(rpm, tpm)
         self.faults = FaultPlan(seed)
@@ -147,6 +148,15 @@ class SandboxApp:
             ],
             exception_handlers={ClientDisconnect: _client_gone},
         )
+
+    def reset(self) -> None:
+        """As if just started: no fault queued, counts from zero, full rate budgets, sampling reseeded."""
+        self.rng.seed(self.seed)
+        self.faults = FaultPlan(self.seed)
+        self.counter.reset()
+        self.limits = RateLimits(self.limits.rpm, self.limits.tpm)
+        if self.exchanges is not None:
+            self.exchanges.clear()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"].startswith("/_sandbox/"):
