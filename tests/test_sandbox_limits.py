@@ -134,3 +134,12 @@ def test_the_command_line_refuses_a_bad_limit(args: list[str]) -> None:
     )
     assert run.returncode == 2
     assert f"argument {args[0]}: must be a positive number" in run.stderr
+
+
+def test_reset_refills_every_budget_and_zeroes_the_count() -> None:
+    with Sandbox(rpm=6) as sb:
+        assert _scale(sb, "key").status_code == 200
+        assert _scale(sb, "key").status_code == 429
+        sb.reset()
+        assert sb.stats().rate_limited == 0
+        assert _scale(sb, "key").status_code == 200
