@@ -18,6 +18,9 @@ Models: Gradient ``nous-hermes2`` (guidance), ``llama2-7b-chat`` (no guidance) a
 collection ``wonderland``. Error triggers: an unknown model id, guidance on ``llama2-7b-chat``, a
 blocklisted word (``contraband``, ``explosives``, ``malware``), ``__fail__`` in the prompt, a prompt
 over the context, RAG with ``autoTemplate: false`` or no matching document, the credential ``invalid``.
+Request bodies are validated against the normalised specs (``generated/<api>/spec.json``), so a
+regenerated spec's fields and bounds apply at once. In pytest, the plugin ``wrapper.pytest_plugin``
+provides ``sandbox`` and client fixtures.
 
 Faults (``Sandbox.inject``, ``POST /_sandbox/faults``, or one request's ``x-sandbox-fault`` header):
 ``status=429;retry-after=1``, ``retry-after-ms=250``, ``delay=2``, ``pace=0.1`` (between stream chunks),

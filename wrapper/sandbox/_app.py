@@ -255,7 +255,8 @@ class SandboxApp:
         """Charge a request to its credential's rate limits: a 429 in the API's error shape when it is over
         one, else the function that corrects the token charge with the tokens used once answered."""
         key = (api, credential)
-        estimate = LanguageModel.count(prompt) + max(0, int(max_tokens or DEFAULT_MAX_TOKENS[api]))
+        reserved = DEFAULT_MAX_TOKENS[api] if max_tokens is None else max(0, int(max_tokens))
+        estimate = LanguageModel.count(prompt) + reserved
         refusal = self.limits.admit(key, estimate)
         if refusal is None:
             return partial(self.limits.settle, key, estimate)
