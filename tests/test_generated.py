@@ -27,7 +27,7 @@ def recorder(response: httpx.Response) -> tuple[list[httpx.Request], httpx.MockT
     return seen, httpx.MockTransport(handle)
 
 
-def gradient_client(transport: httpx.MockTransport) -> AuthenticatedClient:
+def generated_gradient(transport: httpx.MockTransport) -> AuthenticatedClient:
     client = AuthenticatedClient(base_url="https://api.example/api", token="tok")
     return client.set_httpx_client(
         httpx.Client(
@@ -36,7 +36,7 @@ def gradient_client(transport: httpx.MockTransport) -> AuthenticatedClient:
     )
 
 
-def scale_client(transport: httpx.MockTransport) -> Client:
+def generated_scale(transport: httpx.MockTransport) -> Client:
     client = Client(base_url="https://sgp.example")
     return client.set_httpx_client(httpx.Client(base_url="https://sgp.example", transport=transport))
 
@@ -50,7 +50,7 @@ def test_gradient_request_has_method_escaped_path_headers_and_camel_case_body() 
         rag=gm.CompleteModelBodyParamsRag(collection_id="docs"),
         top_k=5,
     )
-    with gradient_client(transport) as client:
+    with generated_gradient(transport) as client:
         result = complete_model.sync(id="model/a b", client=client, body=body, x_gradient_workspace_id="ws-1")
 
     (request,) = seen
@@ -76,7 +76,7 @@ def test_scale_request_has_escaped_path_and_only_the_fields_given() -> None:
         prompt="hi", max_tokens=3, stop_sequences=["\n"], reasoning_effort="low",
         model_request_parameters=bindings,
     )  # fmt: skip
-    with scale_client(transport) as client:
+    with generated_scale(transport) as client:
         create_completion.sync("dep/1", client=client, body=body)
 
     (request,) = seen
@@ -98,7 +98,7 @@ def test_every_gradient_error_body_parses_into_its_own_model(kind: str, status: 
     name, schema = GRADIENT_ERRORS[kind]
     body = {**sample(GRADIENT, schema), "type": kind, "message": "why"}
     _, transport = recorder(httpx.Response(status, json=body))
-    with gradient_client(transport) as client:
+    with generated_gradient(transport) as client:
         response = complete_model.sync_detailed(
             id="m", client=client, body=gm.CompleteModelBodyParams(query="q"), x_gradient_workspace_id="ws"
         )
@@ -142,7 +142,7 @@ def test_scale_422_parses_into_validation_errors() -> None:
         {"loc": ["body", "temperature"], "msg": "too high", "type": "less_than_equal", "ctx": {"le": 2}}
     ]
     _, transport = recorder(httpx.Response(422, json={"detail": detail}))
-    with scale_client(transport) as client:
+    with generated_scale(transport) as client:
         parsed = create_completion.sync("d", client=client, body=sm.CompletionRequestV2(prompt="p"))
     assert isinstance(parsed, sm.HTTPValidationError)
     assert [(e.loc, e.msg, e.type_) for e in parsed.detail] == [

@@ -78,6 +78,10 @@ def status_error(
     """
     status = response.status_code if status is None else status
     cls = InternalServerError if status >= 500 else STATUS_CLASSES.get(status, APIStatusError)
+    if 300 <= status < 400:  # never followed: the request's credentials would go with it
+        where = response.headers.get("location")
+        shown = body if isinstance(body, str) else json.dumps(body) if detail is None else detail
+        detail = f"redirect{f' to {where}' if where else ''} not followed" + (f"; {shown}" if shown else "")
     error = cls(status_message(status, body, detail), response=response, body=body)
     error.status_code = status
     return error
@@ -87,9 +91,6 @@ def status_message(status: int, body: Any, detail: str | None = None) -> str:
     """``HTTP <status>: <detail>``, the detail (the body, unless given) cut to an excerpt."""
     if detail is None:
         detail = body if isinstance(body, str) else json.dumps(body)
-    if 300 <= status < 400:  # never followed: the request's credentials would go with it
-        where = response.headers.get("location")
-        detail = f"redirect{f' to {where}' if where else ''} not followed" + (f"; {detail}" if detail else "")
     if len(detail) > _EXCERPT:
         detail = detail[:_EXCERPT] + "..."
     return f"HTTP {status}: {detail}" if detail else f"HTTP {status}"

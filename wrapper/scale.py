@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Generator
+from collections.abc import AsyncGenerator, Generator, Mapping
 from typing import TYPE_CHECKING, Any, Unpack
 
 import httpx
