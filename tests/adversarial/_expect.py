@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
+from helpers import error_class_name, error_variants
+
 from wrapper import errors
 
 GRADIENT_TYPES: dict[str, type[errors.GradientError]] = {
-    "flaggedContent": errors.ContentFlaggedError,
-    "bodyParsingError": errors.BodyParsingError,
-    "queryOrPathParsingError": errors.QueryOrPathParsingError,
-    "failed": errors.GenerationFailedError,
-    "modelDoesNotSupportGuidance": errors.GuidanceNotSupportedError,
-    "noRagDocumentsFound": errors.NoRagDocumentsFoundError,
-    "ragRequiresAutoTemplating": errors.RagRequiresAutoTemplatingError,
-    "unknownRagCollection": errors.UnknownRagCollectionError,
-    "unknownBaseModel": errors.UnknownBaseModelError,
-    "unknownModelAdapter": errors.UnknownModelAdapterError,
-    "unprocessableContent": errors.UnprocessableContentError,
+    tag: getattr(errors, error_class_name(tag)) for tag in error_variants()
 }
 """Gradient's typed 4XX bodies, by ``type``."""
 
@@ -47,4 +39,4 @@ def gradient_error_class(status: int, kind: str) -> type[errors.APIStatusError]:
     """The class of a Gradient error answer: ``status`` with a valid typed body of type ``kind``."""
     if status >= 500 or status in STATUS_FIRST:
         return STATUSES[status]
-    return GRADIENT_TYPES[kind]
+    return GRADIENT_TYPES.get(kind, errors.GradientError)  # a type the spec does not name: GradientError
