@@ -12,7 +12,7 @@ import asyncio
 import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterable, Callable, Generator, Iterable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from queue import SimpleQueue
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -245,6 +245,43 @@ def _attempt(call: Callable[..., Any], model: str, job: Job, budget: int, gate: 
         attempt += 1
 
 
+class _Workers:
+    """Daemon threads that run a sync batch's requests: started as the window fills, never joined.
+
+    Only the consuming thread reads the user's prompts; workers take jobs from a queue and settle
+    each job's future. A thread blocked in I/O when the batch ends is left to finish on its own
+    (its result is dropped), so neither the batch nor the interpreter's exit ever waits for it.
+    """
+
+    def __init__(self, limit: int, work: Callable[[Job], Completion]) -> None:
+        self._limit = limit
+        self._work = work
+        self._jobs: SimpleQueue[tuple[Job, Future[Completion]] | None] = SimpleQueue()
+        self._started = 0
+
+    def submit(self, job: Job) -> Future[Completion]:
+        future: Future[Completion] = Future()
+        if self._started < self._limit:
+            self._started += 1
+            name = f"complete_many-{self._started}"
+            threading.Thread(target=self._serve, name=name, daemon=True).start()
+        self._jobs.put((job, future))
+        return future
+
+    def stop(self) -> None:
+        """Let every worker exit once it is idle (a worker in I/O exits after its request)."""
+        for _ in range(self._started):
+            self._jobs.put(None)
+
+    def _serve(self) -> None:
+        while (item := self._jobs.get()) is not None:
+            job, future = item
+            try:
+                future.set_result(self._work(job))
+            except BaseException as exc:  # handed to the consumer, which re-raises it
+                future.set_exception(exc)
+
+
 def _run(
     client: Completer,
     model: str,
@@ -259,11 +296,11 @@ def _run(
     window: _Window[Future[Completion]] = _Window(ordered)
     finished: SimpleQueue[object] = SimpleQueue()
     pending_jobs = iter(jobs)
-    executor = ThreadPoolExecutor(concurrency, thread_name_prefix="complete_many")
+    workers = _Workers(concurrency, lambda job: _attempt(call, model, job, budget, gate))
     try:
         while True:
             while len(window) < concurrency and (job := next(pending_jobs, None)) is not None:
-                future = executor.submit(_attempt, call, model, _checked(job), budget, gate)
+                future = workers.submit(_checked(job))
                 future.add_done_callback(finished.put)
                 window.add(future, job[0])
             if not window:
@@ -273,7 +310,7 @@ def _run(
                 yield _result(index, future, keep)
     finally:
         gate.stop()
-        executor.shutdown(wait=True, cancel_futures=True)
+        workers.stop()
 
 
 class _AsyncGate:
