@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
@@ -47,3 +53,28 @@ class Held:
             self.held -= 1
             self.answered += 1
         self._reply(handler)
+
+
+@contextlib.contextmanager
+def fast_server(delay: float) -> Iterator[str]:
+    """The bench's bare asyncio server (``scripts/bench/server.py``) in a child process: its URL.
+
+    It answers both APIs from fixed bodies after ``delay`` seconds, thousands of requests a second.
+    """
+    command = [
+        sys.executable,
+        str(ROOT / "scripts" / "bench" / "server.py"),
+        "--chunks",
+        "2",
+        "--delay",
+        str(delay),
+    ]
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert process.stdin is not None
+    assert process.stdout is not None
+    try:
+        yield f"http://127.0.0.1:{int(process.stdout.readline())}"
+    finally:
+        process.stdin.close()  # the server stops when its stdin closes
+        process.wait(timeout=10)
+        process.stdout.close()

@@ -8,6 +8,8 @@ until stdin closes (so it never outlives the process that started it).
 - ``POST .../completions`` (Scale): a ``CompletionResponse``; with ``"stream": true`` in the body,
   an SSE stream of ``--chunks`` events, one HTTP chunk each, the last carrying the token counts.
 - ``POST .../complete`` (Gradient): a ``CompleteModelSuccess``.
+
+``--delay SECONDS`` holds every answer that long (an LLM's latency), without blocking other requests.
 """
 
 from __future__ import annotations
@@ -88,8 +90,9 @@ class _Answers:
 class _Connection(asyncio.Protocol):
     """One keep-alive connection: split the byte stream into requests, answer each in order."""
 
-    def __init__(self, answers: _Answers) -> None:
+    def __init__(self, answers: _Answers, delay: float) -> None:
         self._answers = answers
+        self._delay = delay
         self._buffer = bytearray()
         self._transport: asyncio.Transport | None = None
 
@@ -109,13 +112,17 @@ class _Connection(asyncio.Protocol):
             body = bytes(buffer[end + 4 : total])
             del buffer[:total]
             assert self._transport is not None
-            self._transport.write(self._answers.to(head, body))
+            if self._delay:
+                loop = asyncio.get_running_loop()
+                loop.call_later(self._delay, self._transport.write, self._answers.to(head, body))
+            else:
+                self._transport.write(self._answers.to(head, body))
 
 
-async def _serve(chunks: int, port: int) -> None:
+async def _serve(chunks: int, port: int, delay: float) -> None:
     loop = asyncio.get_running_loop()
     answers = _Answers(chunks)
-    server = await loop.create_server(lambda: _Connection(answers), "127.0.0.1", port, backlog=1024)
+    server = await loop.create_server(lambda: _Connection(answers, delay), "127.0.0.1", port, backlog=4096)
     print(server.sockets[0].getsockname()[1], flush=True)
     stdin_closed = loop.run_in_executor(None, sys.stdin.buffer.read)
     async with server:
@@ -148,9 +155,9 @@ def split_cpus() -> tuple[set[int] | None, set[int] | None]:
 
 
 @contextlib.contextmanager
-def serve(chunks: int, cpu: set[int] | None = None) -> Iterator[Server]:
+def serve(chunks: int, cpu: set[int] | None = None, delay: float = 0.0) -> Iterator[Server]:
     """Start the server in a child process (pinned to ``cpu`` when given) and stop it on exit."""
-    command = [sys.executable, __file__, "--chunks", str(chunks)]
+    command = [sys.executable, __file__, "--chunks", str(chunks), "--delay", str(delay)]
     if cpu:
         command += ["--cpu", ",".join(map(str, sorted(cpu)))]
     process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -177,10 +184,11 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=5000, help="events in a Scale stream")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--cpu", help="comma-separated CPUs to pin the server to")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds to hold each answer")
     args = parser.parse_args()
     if args.cpu and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {int(cpu) for cpu in args.cpu.split(",")})
-    asyncio.run(_serve(args.chunks, args.port))
+    asyncio.run(_serve(args.chunks, args.port, args.delay))
 
 
 if __name__ == "__main__":
