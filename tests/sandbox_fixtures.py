@@ -1,6 +1,7 @@
 """One recording sandbox per test module; at teardown every response it sent is validated against the specs.
 
-Import the fixtures into a test module with ``from sandbox_fixtures import sandbox, ...  # noqa: F401``.
+Import the fixtures into a test module with
+``from sandbox_fixtures import _no_faults_left, recording_sandbox, ...  # noqa: F401``.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def spec_problems(exchange: Exchange) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
+def recording_sandbox() -> Iterator[Sandbox]:
     """A running sandbox (seed 0) shared by the module; fails at teardown if any response broke the spec."""
     with Sandbox(seed=0, record=True) as sb:
         yield sb
@@ -77,25 +78,31 @@ def sandbox() -> Iterator[Sandbox]:
 
 
 @pytest.fixture(autouse=True)
-def _no_faults_left(sandbox: Sandbox) -> Iterator[None]:
+def _no_faults_left(recording_sandbox: Sandbox) -> Iterator[None]:
     """Each test starts with no queued fault."""
-    sandbox.clear_faults()
+    recording_sandbox.clear_faults()
     yield
-    sandbox.clear_faults()
+    recording_sandbox.clear_faults()
 
 
 @pytest.fixture
-def scale(sandbox: Sandbox) -> Iterator[Scale]:
+def counted_sandbox(recording_sandbox: Sandbox) -> Sandbox:
+    """The module's recording sandbox with its request counts reset (``_no_faults_left`` clears faults)."""
+    recording_sandbox.reset_stats()
+    return recording_sandbox
+
+
+@pytest.fixture
+def scale(recording_sandbox: Sandbox) -> Iterator[Scale]:
     """Our Scale client on the sandbox, without retries."""
-    with Scale(
-        api_key="test-key", account_id="acct", base_url=sandbox.scale_base_url, max_retries=0
-    ) as client:
+    with Scale(api_key="test-key", account_id="acct", base_url=recording_sandbox.scale_base_url,
+               max_retries=0, timeout=10) as client:  # fmt: skip
         yield client
 
 
 @pytest.fixture
-def gradient(sandbox: Sandbox) -> Iterator[Gradient]:
+def gradient(recording_sandbox: Sandbox) -> Iterator[Gradient]:
     """Our Gradient client on the sandbox, without retries."""
-    with Gradient(access_token="test-token", workspace_id="ws", base_url=sandbox.gradient_base_url,
-                  max_retries=0) as client:  # fmt: skip
+    with Gradient(access_token="test-token", workspace_id="ws", base_url=recording_sandbox.gradient_base_url,
+                  max_retries=0, timeout=10) as client:  # fmt: skip
         yield client

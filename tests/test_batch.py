@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from conftest import LocalServer, json_reply, scale_body
 from helpers import Held, batch_threads, wait_until
-from sandbox_fixtures import _no_faults_left, sandbox  # noqa: F401
+from sandbox_fixtures import _no_faults_left, counted_sandbox, recording_sandbox  # noqa: F401
 
 from wrapper import BatchResult
 from wrapper.errors import BadRequestError
@@ -25,55 +25,52 @@ GRADIENT_MODEL = "nous-hermes2"
 
 
 @pytest.fixture
-def sb(sandbox: Sandbox) -> Sandbox:
-    """The module's sandbox, with no fault queued and its request counts reset."""
-    sandbox.reset_stats()
-    return sandbox
-
-
-@pytest.fixture
-def scale(sb: Sandbox) -> Iterator[Scale]:
-    with Scale(api_key="k", account_id="a", base_url=sb.scale_base_url) as client:
+def scale(counted_sandbox: Sandbox) -> Iterator[Scale]:
+    with Scale(api_key="k", account_id="a", base_url=counted_sandbox.scale_base_url) as client:
         yield client
 
 
 def test_10000_prompts_never_exceed_the_concurrency_and_each_comes_back_once(
-    sb: Sandbox, scale: Scale
+    counted_sandbox: Sandbox, scale: Scale
 ) -> None:
     prompts = (f"Alice {i}" for i in range(10_000))
     indices = [r.index for r in scale.complete_many(SCALE_MODEL, prompts, concurrency=32, max_tokens=1)]
     assert sorted(indices) == list(range(10_000))
-    stats = sb.stats()
+    stats = counted_sandbox.stats()
     assert stats.requests == 10_000
     assert 1 < stats.max_in_flight <= 32
     assert wait_until(lambda: not batch_threads())  # idle workers exit once the batch is over
 
 
-async def test_10000_prompts_async_never_exceed_the_concurrency(sb: Sandbox) -> None:
-    async with AsyncGradient(access_token="t", workspace_id="w", base_url=sb.gradient_base_url) as gradient:
+async def test_10000_prompts_async_never_exceed_the_concurrency(counted_sandbox: Sandbox) -> None:
+    async with AsyncGradient(
+        access_token="t", workspace_id="w", base_url=counted_sandbox.gradient_base_url
+    ) as gradient:
         results = gradient.complete_many(
             GRADIENT_MODEL, (f"Alice {i}" for i in range(10_000)), concurrency=32, max_generated_token_count=1
         )
         indices = [r.index async for r in results if r.ok]
     assert sorted(indices) == list(range(10_000))
-    stats = sb.stats()
+    stats = counted_sandbox.stats()
     assert stats.requests == 10_000
     assert 1 < stats.max_in_flight <= 32
 
 
-def test_ordered_results_come_in_input_order(sb: Sandbox, scale: Scale) -> None:
-    sb.inject(delay=0.02, rate=0.2)  # some answers late, so finishing order differs from input order
+def test_ordered_results_come_in_input_order(counted_sandbox: Sandbox, scale: Scale) -> None:
+    counted_sandbox.inject(
+        delay=0.02, rate=0.2
+    )  # some answers late, so finishing order differs from input order
     results = list(
         scale.complete_many(SCALE_MODEL, [f"p{i}" for i in range(200)], concurrency=8, ordered=True)
     )
     assert [r.index for r in results] == list(range(200))
     assert all(r.completion is not None and r.completion.text for r in results)
-    assert sb.stats().max_in_flight <= 8
+    assert counted_sandbox.stats().max_in_flight <= 8
 
 
-async def test_ordered_results_come_in_input_order_async(sb: Sandbox) -> None:
-    sb.inject(delay=0.02, rate=0.2)
-    async with AsyncScale(api_key="k", account_id="a", base_url=sb.scale_base_url) as scale:
+async def test_ordered_results_come_in_input_order_async(counted_sandbox: Sandbox) -> None:
+    counted_sandbox.inject(delay=0.02, rate=0.2)
+    async with AsyncScale(api_key="k", account_id="a", base_url=counted_sandbox.scale_base_url) as scale:
         indices = [
             r.index async for r in scale.complete_many(SCALE_MODEL, ["p"] * 200, concurrency=8, ordered=True)
         ]
@@ -83,8 +80,8 @@ async def test_ordered_results_come_in_input_order_async(sb: Sandbox) -> None:
 class _Sampler:
     """Samples the sandbox's request count every few ms, to find the pauses of a batch."""
 
-    def __init__(self, sb: Sandbox) -> None:
-        self._sb = sb
+    def __init__(self, counted_sandbox: Sandbox) -> None:
+        self._sb = counted_sandbox
         self._stop = threading.Event()
         self.samples: list[tuple[float, int]] = []
         self._thread = threading.Thread(target=self._run)
@@ -110,22 +107,22 @@ class _Sampler:
         return longest
 
 
-def test_a_429_burst_pauses_the_whole_batch_then_it_recovers(sb: Sandbox, scale: Scale) -> None:
-    sb.inject(status=429, retry_after_ms=300, count=3, api="scale")
-    with _Sampler(sb) as sampler:
+def test_a_429_burst_pauses_the_whole_batch_then_it_recovers(counted_sandbox: Sandbox, scale: Scale) -> None:
+    counted_sandbox.inject(status=429, retry_after_ms=300, count=3, api="scale")
+    with _Sampler(counted_sandbox) as sampler:
         results = list(scale.complete_many(SCALE_MODEL, ["p"] * 300, concurrency=16, max_tokens=1))
     assert sorted(r.index for r in results) == list(range(300))
     assert all(r.ok for r in results)
-    assert sb.stats().requests == 303
+    assert counted_sandbox.stats().requests == 303
     # One worker's 429 held all sixteen: nothing was sent for the Retry-After (per-request
     # backoff would have let the other fifteen keep the server busy).
     assert sampler.longest_pause() >= 0.25
 
 
-async def test_a_429_burst_pauses_the_whole_async_batch(sb: Sandbox) -> None:
-    sb.inject(status=429, retry_after_ms=300, count=3, api="scale")
-    async with AsyncScale(api_key="k", account_id="a", base_url=sb.scale_base_url) as scale:
-        with _Sampler(sb) as sampler:
+async def test_a_429_burst_pauses_the_whole_async_batch(counted_sandbox: Sandbox) -> None:
+    counted_sandbox.inject(status=429, retry_after_ms=300, count=3, api="scale")
+    async with AsyncScale(api_key="k", account_id="a", base_url=counted_sandbox.scale_base_url) as scale:
+        with _Sampler(counted_sandbox) as sampler:
             results = [
                 r async for r in scale.complete_many(SCALE_MODEL, ["p"] * 300, concurrency=16, max_tokens=1)
             ]
@@ -133,12 +130,12 @@ async def test_a_429_burst_pauses_the_whole_async_batch(sb: Sandbox) -> None:
     assert sampler.longest_pause() >= 0.25
 
 
-def test_out_of_retries_a_429_is_a_typed_error(sb: Sandbox) -> None:
-    sb.inject(status=429, retry_after_ms=10, count=3, api="scale", model="mistral-7b-instruct")
-    with Scale(api_key="k", account_id="a", base_url=sb.scale_base_url, max_retries=1) as scale:
+def test_out_of_retries_a_429_is_a_typed_error(counted_sandbox: Sandbox) -> None:
+    counted_sandbox.inject(status=429, retry_after_ms=10, count=3, api="scale", model="mistral-7b-instruct")
+    with Scale(api_key="k", account_id="a", base_url=counted_sandbox.scale_base_url, max_retries=1) as scale:
         results = list(scale.complete_many("mistral-7b-instruct", ["p"], return_exceptions=True))
     assert [type(r.error).__name__ for r in results] == ["RateLimitError"]
-    assert sb.stats().requests == 2  # the first try and the one retry the client's budget allows
+    assert counted_sandbox.stats().requests == 2  # the first try and the one retry the client's budget allows
 
 
 def _counted(n: int, pulled: list[int]) -> Iterator[str]:
@@ -159,7 +156,7 @@ def test_a_generator_is_not_read_ahead_of_the_window(scale: Scale, ordered: bool
     assert received == 300
 
 
-async def test_an_async_generator_is_not_read_ahead_of_the_window(sb: Sandbox) -> None:
+async def test_an_async_generator_is_not_read_ahead_of_the_window(counted_sandbox: Sandbox) -> None:
     pulled = 0
 
     async def prompts() -> AsyncIterator[str]:
@@ -169,15 +166,15 @@ async def test_an_async_generator_is_not_read_ahead_of_the_window(sb: Sandbox) -
             yield f"p{i}"
 
     received = 0
-    async with AsyncScale(api_key="k", account_id="a", base_url=sb.scale_base_url) as scale:
+    async with AsyncScale(api_key="k", account_id="a", base_url=counted_sandbox.scale_base_url) as scale:
         async for _ in scale.complete_many(SCALE_MODEL, prompts(), concurrency=8, max_tokens=1):
             received += 1
             assert pulled - received < 8
     assert received == 300
 
 
-def test_return_exceptions_yields_typed_errors(sb: Sandbox, scale: Scale) -> None:
-    sb.inject(status=400, count=3, api="scale")
+def test_return_exceptions_yields_typed_errors(counted_sandbox: Sandbox, scale: Scale) -> None:
+    counted_sandbox.inject(status=400, count=3, api="scale")
     results = list(scale.complete_many(SCALE_MODEL, ["p"] * 50, concurrency=4, return_exceptions=True))
     failed = [r for r in results if not r.ok]
     assert len(results) == 50
@@ -186,11 +183,11 @@ def test_return_exceptions_yields_typed_errors(sb: Sandbox, scale: Scale) -> Non
     assert all(r.completion is not None for r in results if r.ok)
 
 
-def test_the_first_failure_raises_and_stops_the_batch(sb: Sandbox, scale: Scale) -> None:
-    sb.inject(status=400, count=1, api="scale")
+def test_the_first_failure_raises_and_stops_the_batch(counted_sandbox: Sandbox, scale: Scale) -> None:
+    counted_sandbox.inject(status=400, count=1, api="scale")
     with pytest.raises(BadRequestError):
         list(scale.complete_many(SCALE_MODEL, ["p"] * 1000, concurrency=4))
-    assert sb.stats().requests < 1000
+    assert counted_sandbox.stats().requests < 1000
     assert wait_until(lambda: not batch_threads())
 
 
@@ -209,18 +206,18 @@ def test_a_failure_raises_without_waiting_for_requests_in_flight(server: LocalSe
     assert wait_until(lambda: not batch_threads())
 
 
-def test_breaking_out_early_leaks_nothing(sb: Sandbox, scale: Scale) -> None:
+def test_breaking_out_early_leaks_nothing(counted_sandbox: Sandbox, scale: Scale) -> None:
     for result in scale.complete_many(SCALE_MODEL, _counted(10_000, [0]), concurrency=8):
         assert isinstance(result, BatchResult)
         break
     assert wait_until(lambda: not batch_threads())  # the requests in flight finish on their own
-    assert wait_until(lambda: sb.stats().in_flight == 0)
-    assert sb.stats().requests <= 9  # the window in flight at the break, and nothing after
+    assert wait_until(lambda: counted_sandbox.stats().in_flight == 0)
+    assert counted_sandbox.stats().requests <= 9  # the window in flight at the break, and nothing after
 
 
-async def test_closing_an_async_batch_early_cancels_the_requests_in_flight(sb: Sandbox) -> None:
-    sb.inject(delay=1, count=7, api="scale")  # seven of the first eight requests are held 1 s
-    async with AsyncScale(api_key="k", account_id="a", base_url=sb.scale_base_url) as scale:
+async def test_closing_an_async_batch_early_cancels_the_requests_in_flight(counted_sandbox: Sandbox) -> None:
+    counted_sandbox.inject(delay=1, count=7, api="scale")  # seven of the first eight requests are held 1 s
+    async with AsyncScale(api_key="k", account_id="a", base_url=counted_sandbox.scale_base_url) as scale:
         results = scale.complete_many(SCALE_MODEL, ["p"] * 100, concurrency=8)
         first = await anext(results)
         started = time.monotonic()
@@ -228,15 +225,15 @@ async def test_closing_an_async_batch_early_cancels_the_requests_in_flight(sb: S
         assert time.monotonic() - started < 0.5  # not waiting for the held requests
     assert first.ok
     assert asyncio.all_tasks() == {asyncio.current_task()}
-    assert sb.stats().requests < 100
+    assert counted_sandbox.stats().requests < 100
     for _ in range(40):  # the server finishes the abandoned requests within their delay
-        if not sb.stats().in_flight:
+        if not counted_sandbox.stats().in_flight:
             break
         await asyncio.sleep(0.05)
-    assert sb.stats().in_flight == 0
+    assert counted_sandbox.stats().in_flight == 0
 
 
-def test_bad_arguments_fail_before_any_request(sb: Sandbox, scale: Scale) -> None:
+def test_bad_arguments_fail_before_any_request(counted_sandbox: Sandbox, scale: Scale) -> None:
     with pytest.raises(ValueError, match="concurrency"):
         scale.complete_many(SCALE_MODEL, ["p"], concurrency=0)
     with pytest.raises(TypeError, match="not one string"):
@@ -245,4 +242,4 @@ def test_bad_arguments_fail_before_any_request(sb: Sandbox, scale: Scale) -> Non
         list(scale.complete_many(SCALE_MODEL, [b"bytes"]))  # type: ignore[list-item]
     with pytest.raises(ValueError, match="temperature"):
         list(scale.complete_many(SCALE_MODEL, ["p"] * 10, temperature=5))
-    assert sb.stats().requests == 0
+    assert counted_sandbox.stats().requests == 0

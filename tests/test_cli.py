@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from sandbox_fixtures import _no_faults_left, sandbox  # noqa: F401
+from sandbox_fixtures import _no_faults_left, counted_sandbox, recording_sandbox  # noqa: F401
 
 from wrapper._cli import main
 from wrapper.sandbox import Sandbox
@@ -26,15 +26,8 @@ from wrapper.sandbox import Sandbox
 MODEL = "llama-3-8b-instruct"
 
 
-@pytest.fixture
-def sb(sandbox: Sandbox) -> Sandbox:
-    """The module's sandbox, with no fault queued and its request counts reset."""
-    sandbox.reset_stats()
-    return sandbox
-
-
-def _scale_flags(sb: Sandbox) -> list[str]:
-    return ["--base-url", sb.scale_base_url, "--api-key", "sekrit-key", "--account-id", "acct"]
+def _scale_flags(counted_sandbox: Sandbox) -> list[str]:
+    return ["--base-url", counted_sandbox.scale_base_url, "--api-key", "sekrit-key", "--account-id", "acct"]
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -63,13 +56,15 @@ def _results(path: Path) -> list[dict[str, object]]:
 
 
 def test_a_batch_killed_mid_way_resumes_with_nothing_lost_repeated_or_half_written(
-    sb: Sandbox, tmp_path: Path
+    counted_sandbox: Sandbox, tmp_path: Path
 ) -> None:
     inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     _write_inputs(inputs, 300)
-    sb.inject(delay=0.02, rate=1.0, api="scale")  # slow enough to kill it part-way
+    counted_sandbox.inject(delay=0.02, rate=1.0, api="scale")  # slow enough to kill it part-way
     command = [sys.executable, "-m", "wrapper", "batch", "scale", MODEL, str(inputs), "-o", str(output)]
-    with subprocess.Popen([*command, *_scale_flags(sb), "--concurrency", "4"], env=_env()) as first:
+    with subprocess.Popen(
+        [*command, *_scale_flags(counted_sandbox), "--concurrency", "4"], env=_env()
+    ) as first:
         deadline = time.monotonic() + 30
         while (not output.exists() or output.read_bytes().count(b"\n") < 40) and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -81,9 +76,9 @@ def test_a_batch_killed_mid_way_resumes_with_nothing_lost_repeated_or_half_writt
     assert 40 <= written < 300
     with output.open("ab") as f:
         f.write(b'{"index": 299, "text": "half a li')  # as if a write had been cut short
-    sb.clear_faults()
+    counted_sandbox.clear_faults()
 
-    second = _run("batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(sb))
+    second = _run("batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(counted_sandbox))
     assert second.returncode == 0, second.stderr
     after = output.read_bytes()
     assert after.startswith(kept)  # what the killed run wrote is all still there
@@ -94,7 +89,7 @@ def test_a_batch_killed_mid_way_resumes_with_nothing_lost_repeated_or_half_writt
 
 
 def test_bad_lines_are_reported_written_and_counted_as_failures(
-    sb: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    counted_sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     lines = [
@@ -110,7 +105,17 @@ def test_bad_lines_are_reported_written_and_counted_as_failures(
     ]
     inputs.write_text("\n".join(lines) + "\n")
     code = main(
-        ["batch", "scale", MODEL, str(inputs), "-o", str(output), "--max-tokens", "8", *_scale_flags(sb)]
+        [
+            "batch",
+            "scale",
+            MODEL,
+            str(inputs),
+            "-o",
+            str(output),
+            "--max-tokens",
+            "8",
+            *_scale_flags(counted_sandbox),
+        ]
     )
     assert code == 1
     results = {r["index"]: r for r in _results(output)}
@@ -123,29 +128,33 @@ def test_bad_lines_are_reported_written_and_counted_as_failures(
     assert f"{inputs}:6: unexpected keyword argument 'bogus'" in err
     assert "temperature" in results[4]["error"]["message"]  # type: ignore[index]
     assert "2 done, 6 failed, 0 skipped" in err
-    assert sb.stats().requests == 2
+    assert counted_sandbox.stats().requests == 2
 
-    code = main(["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(sb)])
+    code = main(["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(counted_sandbox)])
     assert code == 1  # the output still holds failures
     assert "0 done, 0 failed, 8 skipped (already in" in capsys.readouterr().err
 
 
 def test_api_errors_become_error_lines_and_exit_1(
-    sb: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    counted_sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     _write_inputs(inputs, 5)
-    sb.inject(status=400, count=1, api="scale")
-    assert main(["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(sb)]) == 1
+    counted_sandbox.inject(status=400, count=1, api="scale")
+    assert (
+        main(["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(counted_sandbox)]) == 1
+    )
     errors = [r["error"] for r in _results(output) if "error" in r]
     assert errors == [{"type": "BadRequestError", "status": 400, "message": errors[0]["message"]}]  # type: ignore[index]
     assert "4 done, 1 failed" in capsys.readouterr().err
 
 
-def test_a_clean_batch_exits_0_and_a_rerun_skips_everything(sb: Sandbox, tmp_path: Path) -> None:
+def test_a_clean_batch_exits_0_and_a_rerun_skips_everything(counted_sandbox: Sandbox, tmp_path: Path) -> None:
     inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     _write_inputs(inputs, 20)
-    env = _env(SGP_CLIENT_BASE_URL=sb.scale_base_url, SGP_API_KEY="sekrit-key", SGP_ACCOUNT_ID="acct")
+    env = _env(
+        SGP_CLIENT_BASE_URL=counted_sandbox.scale_base_url, SGP_API_KEY="sekrit-key", SGP_ACCOUNT_ID="acct"
+    )
     first = _run("batch", "scale", MODEL, str(inputs), "-o", str(output), env=env)
     assert first.returncode == 0, first.stderr
     [summary] = first.stderr.splitlines()  # not a terminal: no progress bar, only the summary
@@ -154,13 +163,15 @@ def test_a_clean_batch_exits_0_and_a_rerun_skips_everything(sb: Sandbox, tmp_pat
     assert second.returncode == 0
     assert "0 done, 0 failed, 20 skipped" in second.stderr
     assert len(_results(output)) == 20
-    assert sb.stats().requests == 20
+    assert counted_sandbox.stats().requests == 20
 
 
-def test_the_progress_bar_shows_rate_and_eta_when_asked(sb: Sandbox, tmp_path: Path) -> None:
+def test_the_progress_bar_shows_rate_and_eta_when_asked(counted_sandbox: Sandbox, tmp_path: Path) -> None:
     inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     _write_inputs(inputs, 10)
-    run = _run("batch", "scale", MODEL, str(inputs), "-o", str(output), "--progress", *_scale_flags(sb))
+    run = _run(
+        "batch", "scale", MODEL, str(inputs), "-o", str(output), "--progress", *_scale_flags(counted_sandbox)
+    )
     assert run.returncode == 0
     assert "10/10" in run.stderr
     assert "prompt/s" in run.stderr
@@ -189,15 +200,23 @@ def test_usage_errors_exit_2(args: list[str], message: str, capsys: pytest.Captu
     assert message in capsys.readouterr().err
 
 
-def test_a_missing_input_file_is_a_usage_error(sb: Sandbox, tmp_path: Path) -> None:
+def test_a_missing_input_file_is_a_usage_error(counted_sandbox: Sandbox, tmp_path: Path) -> None:
     code = main(
-        ["batch", "scale", MODEL, str(tmp_path / "nope.jsonl"), "-o", str(tmp_path / "o"), *_scale_flags(sb)]
+        [
+            "batch",
+            "scale",
+            MODEL,
+            str(tmp_path / "nope.jsonl"),
+            "-o",
+            str(tmp_path / "o"),
+            *_scale_flags(counted_sandbox),
+        ]
     )
     assert code == 2
 
 
-def test_complete_stream_prints_the_text_as_it_comes(sb: Sandbox) -> None:
-    flags = [*_scale_flags(sb), "--temperature", "0", "--max-tokens", "12"]
+def test_complete_stream_prints_the_text_as_it_comes(counted_sandbox: Sandbox) -> None:
+    flags = [*_scale_flags(counted_sandbox), "--temperature", "0", "--max-tokens", "12"]
     streamed = _run("complete", "scale", MODEL, "Alice was", "--stream", *flags)
     whole = _run("complete", "scale", MODEL, "Alice was", *flags)
     assert streamed.returncode == whole.returncode == 0, streamed.stderr
@@ -205,8 +224,8 @@ def test_complete_stream_prints_the_text_as_it_comes(sb: Sandbox) -> None:
     assert streamed.stdout == whole.stdout
 
 
-def test_complete_gradient_as_json(sb: Sandbox, capsys: pytest.CaptureFixture[str]) -> None:
-    flags = ["--base-url", sb.gradient_base_url, "--access-token", "t", "--workspace-id", "w"]
+def test_complete_gradient_as_json(counted_sandbox: Sandbox, capsys: pytest.CaptureFixture[str]) -> None:
+    flags = ["--base-url", counted_sandbox.gradient_base_url, "--access-token", "t", "--workspace-id", "w"]
     assert (
         main(
             [
@@ -229,9 +248,9 @@ def test_complete_gradient_as_json(sb: Sandbox, capsys: pytest.CaptureFixture[st
     assert line["text"] in ("yes", "no")
 
 
-def test_an_api_error_exits_1_and_never_shows_the_secret(sb: Sandbox) -> None:
-    sb.inject(status=400, count=1, api="scale")
-    run = _run("complete", "scale", MODEL, "hi", *_scale_flags(sb))
+def test_an_api_error_exits_1_and_never_shows_the_secret(counted_sandbox: Sandbox) -> None:
+    counted_sandbox.inject(status=400, count=1, api="scale")
+    run = _run("complete", "scale", MODEL, "hi", *_scale_flags(counted_sandbox))
     assert run.returncode == 1
     assert "BadRequestError (400)" in run.stderr
     assert "sekrit" not in run.stderr + run.stdout
@@ -244,13 +263,15 @@ def test_sandbox_hands_every_argument_to_the_sandbox(capsys: pytest.CaptureFixtu
     assert "python -m wrapper.sandbox" in capsys.readouterr().out
 
 
-def test_on_a_terminal_the_progress_bar_shows_by_itself(sb: Sandbox, tmp_path: Path) -> None:
+def test_on_a_terminal_the_progress_bar_shows_by_itself(counted_sandbox: Sandbox, tmp_path: Path) -> None:
     inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     _write_inputs(inputs, 10)
     terminal, stderr = pty.openpty()
     fcntl.ioctl(stderr, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # rows, columns
     command = [sys.executable, "-m", "wrapper", "batch", "scale", MODEL, str(inputs), "-o", str(output)]
-    with subprocess.Popen([*command, *_scale_flags(sb)], stderr=stderr, stdout=subprocess.DEVNULL) as run:
+    with subprocess.Popen(
+        [*command, *_scale_flags(counted_sandbox)], stderr=stderr, stdout=subprocess.DEVNULL
+    ) as run:
         os.close(stderr)
         shown = b""
         with contextlib.suppress(OSError):  # EIO once the child has closed its end

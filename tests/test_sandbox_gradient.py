@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from sandbox_fixtures import _no_faults_left, gradient, sandbox  # noqa: F401
+from sandbox_fixtures import _no_faults_left, gradient, recording_sandbox  # noqa: F401
 
 from wrapper import errors
 from wrapper.gradient import Gradient
@@ -103,9 +103,9 @@ def test_flagged_content_names_the_samples(gradient: Gradient) -> None:
     assert info.value.samples == ["contraband", "MALWARE"]
 
 
-def test_a_rejected_token_is_a_401(sandbox: Sandbox) -> None:
+def test_a_rejected_token_is_a_401(recording_sandbox: Sandbox) -> None:
     client = Gradient(
-        access_token="invalid", workspace_id="ws", base_url=sandbox.gradient_base_url, max_retries=0
+        access_token="invalid", workspace_id="ws", base_url=recording_sandbox.gradient_base_url, max_retries=0
     )
     with client, pytest.raises(errors.AuthenticationError) as info:
         client.complete(MODEL, "Alice")
@@ -126,16 +126,18 @@ def test_a_rejected_token_is_a_401(sandbox: Sandbox) -> None:
     ],
 )
 def test_body_constraints_give_a_body_parsing_error(
-    sandbox: Sandbox, body: dict[str, Any], loc: list[Any]
+    recording_sandbox: Sandbox, body: dict[str, Any], loc: list[Any]
 ) -> None:
     # Our client refuses these before sending, so the wire is driven directly here.
-    r = httpx.post(f"{sandbox.gradient_base_url}/models/{MODEL}/complete", json=body, headers=_HEADERS)
+    r = httpx.post(
+        f"{recording_sandbox.gradient_base_url}/models/{MODEL}/complete", json=body, headers=_HEADERS
+    )
     assert (r.status_code, r.json()["type"]) == (400, "bodyParsingError")
     assert [issue["loc"] for issue in r.json()["payload"]["validationError"]] == [loc]
 
 
-def test_a_missing_workspace_or_token_and_bad_json(sandbox: Sandbox) -> None:
-    url = f"{sandbox.gradient_base_url}/models/{MODEL}/complete"
+def test_a_missing_workspace_or_token_and_bad_json(recording_sandbox: Sandbox) -> None:
+    url = f"{recording_sandbox.gradient_base_url}/models/{MODEL}/complete"
     missing_workspace = httpx.post(url, json={"query": "a"}, headers={"authorization": "Bearer t"})
     assert (missing_workspace.status_code, missing_workspace.json()["type"]) == (
         400,
@@ -146,13 +148,13 @@ def test_a_missing_workspace_or_token_and_bad_json(sandbox: Sandbox) -> None:
     bad_json = httpx.post(url, content=b"{", headers=_HEADERS)
     assert (bad_json.status_code, bad_json.json()["type"]) == (400, "bodyParsingError")
     empty_id = httpx.post(
-        f"{sandbox.gradient_base_url}/models//complete", json={"query": "a"}, headers=_HEADERS
+        f"{recording_sandbox.gradient_base_url}/models//complete", json={"query": "a"}, headers=_HEADERS
     )
     assert (empty_id.status_code, empty_id.json()["type"]) == (400, "queryOrPathParsingError")
 
 
-def test_the_sandbox_lists_its_models(sandbox: Sandbox) -> None:
-    models = httpx.get(f"{sandbox.url}/_sandbox/models").json()
+def test_the_sandbox_lists_its_models(recording_sandbox: Sandbox) -> None:
+    models = httpx.get(f"{recording_sandbox.url}/_sandbox/models").json()
     assert {"id": MODEL, "guidance": True} in models["gradient"]
     assert {"id": "llama2-7b-chat", "guidance": False} in models["gradient"]
     assert {"id": "llama-3-8b-instruct"} in models["scale"]

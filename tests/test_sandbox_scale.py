@@ -8,7 +8,7 @@ import time
 
 import httpx
 import pytest
-from sandbox_fixtures import _no_faults_left, sandbox, scale  # noqa: F401
+from sandbox_fixtures import _no_faults_left, recording_sandbox, scale  # noqa: F401
 
 from wrapper.errors import APIError, InternalServerError, NotFoundError, UnprocessableEntityError
 from wrapper.sandbox import Sandbox
@@ -113,14 +113,14 @@ def test_a_stream_delivers_one_chunk_per_token_then_the_finish_reason(scale: Sca
 
 
 def test_a_stream_delivers_its_first_chunk_before_the_last_is_generated(
-    sandbox: Sandbox, scale: Scale
+    recording_sandbox: Sandbox, scale: Scale
 ) -> None:
-    sandbox.inject(pace=0.15, api="scale")  # each token takes 0.15 s
+    recording_sandbox.inject(pace=0.15, api="scale")  # each token takes 0.15 s
     start = time.monotonic()
     stream = iter(scale.stream(MODEL, PROMPT, max_tokens=6, temperature=0.0))
     next(stream)
     first = time.monotonic() - start
-    assert sandbox.stats().in_flight == 1  # the server is still generating
+    assert recording_sandbox.stats().in_flight == 1  # the server is still generating
     rest = list(stream)
     assert rest[-1].finish_reason is not None
     assert time.monotonic() - start - first >= 0.6
@@ -167,17 +167,17 @@ def test_generation_failure_unknown_deployment_and_context_overflow(scale: Scale
     ],
 )
 def test_the_spec_constraints_are_enforced_with_a_422(
-    sandbox: Sandbox, body: dict[str, object], loc: list[object], kind: str
+    recording_sandbox: Sandbox, body: dict[str, object], loc: list[object], kind: str
 ) -> None:
     # Our client refuses these before sending, so the wire is driven directly here.
-    url = f"{sandbox.scale_base_url}/v4/models/{MODEL}/completions"
+    url = f"{recording_sandbox.scale_base_url}/v4/models/{MODEL}/completions"
     r = httpx.post(url, json=body, headers={"x-api-key": "k"})
     assert r.status_code == 422
     assert [(e["loc"], e["type"]) for e in r.json()["detail"]] == [(loc, kind)]
 
 
-def test_bad_json_is_a_422_and_a_missing_api_key_a_401(sandbox: Sandbox) -> None:
-    url = f"{sandbox.scale_base_url}/v4/models/{MODEL}/completions"
+def test_bad_json_is_a_422_and_a_missing_api_key_a_401(recording_sandbox: Sandbox) -> None:
+    url = f"{recording_sandbox.scale_base_url}/v4/models/{MODEL}/completions"
     r = httpx.post(url, content=b"{not json", headers={"x-api-key": "k"})
     assert (r.status_code, r.json()["detail"][0]["type"]) == (422, "json_invalid")
     assert httpx.post(url, json={"prompt": "a"}).status_code == 401

@@ -10,7 +10,7 @@ from gradientai.openapi.client.api.models_api import ModelsApi
 from gradientai.openapi.client.api_client import ApiClient
 from gradientai.openapi.client.configuration import Configuration
 from gradientai.openapi.client.models.complete_model_body_params import CompleteModelBodyParams
-from sandbox_fixtures import _no_faults_left, sandbox  # noqa: F401
+from sandbox_fixtures import _no_faults_left, recording_sandbox  # noqa: F401
 from scale_gp import SGPClient
 
 from wrapper.sandbox import Sandbox
@@ -18,13 +18,15 @@ from wrapper.sandbox import Sandbox
 pytestmark = pytest.mark.timeout(60)
 
 
-def listed(sandbox: Sandbox, api: str) -> list[str]:
-    return [model["id"] for model in httpx.get(f"{sandbox.url}/_sandbox/models").json()[api]]
+def listed(recording_sandbox: Sandbox, api: str) -> list[str]:
+    return [model["id"] for model in httpx.get(f"{recording_sandbox.url}/_sandbox/models").json()[api]]
 
 
-def test_scale_gp_completes_and_streams_with_every_listed_deployment(sandbox: Sandbox) -> None:
-    with SGPClient(api_key="k", account_id="a", base_url=sandbox.scale_base_url, max_retries=0) as client:
-        for model in listed(sandbox, "scale"):
+def test_scale_gp_completes_and_streams_with_every_listed_deployment(recording_sandbox: Sandbox) -> None:
+    with SGPClient(
+        api_key="k", account_id="a", base_url=recording_sandbox.scale_base_url, max_retries=0
+    ) as client:
+        for model in listed(recording_sandbox, "scale"):
             result = client.models.completions.create(
                 model_deployment_id=model, prompt="Alice", max_tokens=6, temperature=0
             )
@@ -40,11 +42,11 @@ def test_scale_gp_completes_and_streams_with_every_listed_deployment(sandbox: Sa
             assert streamed == result.completions[0][1][0]
 
 
-def test_gradientai_completes_with_every_listed_model(sandbox: Sandbox) -> None:
-    configuration = Configuration(host=sandbox.gradient_base_url, access_token="tok")
+def test_gradientai_completes_with_every_listed_model(recording_sandbox: Sandbox) -> None:
+    configuration = Configuration(host=recording_sandbox.gradient_base_url, access_token="tok")
     with ApiClient(configuration) as api_client:
         models = ModelsApi(api_client)
-        for model in listed(sandbox, "gradient"):
+        for model in listed(recording_sandbox, "gradient"):
             body = CompleteModelBodyParams(query="Alice", max_generated_token_count=6, temperature=0)
             result = models.complete_model(
                 id=model, x_gradient_workspace_id="ws", complete_model_body_params=body
@@ -53,11 +55,13 @@ def test_gradientai_completes_with_every_listed_model(sandbox: Sandbox) -> None:
             assert result.finish_reason in ("length", "stop")
 
 
-def test_gradientai_guidance_answers_one_of_the_choices(sandbox: Sandbox) -> None:
+def test_gradientai_guidance_answers_one_of_the_choices(recording_sandbox: Sandbox) -> None:
     guided = [
-        m["id"] for m in httpx.get(f"{sandbox.url}/_sandbox/models").json()["gradient"] if m["guidance"]
+        m["id"]
+        for m in httpx.get(f"{recording_sandbox.url}/_sandbox/models").json()["gradient"]
+        if m["guidance"]
     ]
-    configuration = Configuration(host=sandbox.gradient_base_url, access_token="tok")
+    configuration = Configuration(host=recording_sandbox.gradient_base_url, access_token="tok")
     with ApiClient(configuration) as api_client:
         body = CompleteModelBodyParams.from_dict(
             {"query": "Is Alice tall?", "guidance": {"type": "choice", "value": ["yes", "no"]}}

@@ -26,15 +26,15 @@ def prism_gradient() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
+def shared_sandbox() -> Iterator[Sandbox]:
     """A sandbox shared by a module's tests; faults and stats are reset before each test that asks for it."""
     with Sandbox(seed=0) as sb:
         yield sb
 
 
 @pytest.fixture
-def sb(sandbox: Sandbox) -> Sandbox:
+def fault_sandbox(shared_sandbox: Sandbox) -> Sandbox:
     """The module's sandbox with no queued faults and fresh stats."""
-    sandbox.clear_faults()
-    sandbox.reset_stats()
-    return sandbox
+    shared_sandbox.clear_faults()
+    shared_sandbox.reset_stats()
+    return shared_sandbox

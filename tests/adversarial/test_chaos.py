@@ -49,10 +49,10 @@ def fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_retry, "INITIAL_DELAY", 0.01)
 
 
-def _inject(sb: Sandbox, api: str) -> None:
+def _inject(fault_sandbox: Sandbox, api: str) -> None:
     for fault in FAULTS:
-        sb.inject(**fault, rate=RATE, api=api)
-    sb.inject(malformed="json", rate=MALFORMED_RATE, api=api)
+        fault_sandbox.inject(**fault, rate=RATE, api=api)
+    fault_sandbox.inject(malformed="json", rate=MALFORMED_RATE, api=api)
 
 
 def _prompts() -> Iterator[str]:
@@ -65,7 +65,7 @@ def _kind(exchange: Exchange) -> str:
     return type(exchange.error).__name__
 
 
-def _check(results: list[BatchResult], tap: Tap, field: str, sb: Sandbox) -> Counter[str]:
+def _check(results: list[BatchResult], tap: Tap, field: str, fault_sandbox: Sandbox) -> Counter[str]:
     """The invariants of a chaos run; returns how the attempts went (status or exception name -> count)."""
     assert sorted(r.index for r in results) == list(range(PROMPTS)), "each prompt exactly once"
     attempts = Counter(json.loads(e.request.content)[field] for e in tap.exchanges)
@@ -82,7 +82,7 @@ def _check(results: list[BatchResult], tap: Tap, field: str, sb: Sandbox) -> Cou
             assert tries == MAX_RETRIES + 1, "a retryable error is final only once the budget is spent"
     # Every attempt the sandbox saw was sent; a few sent on a keep-alive connection the sandbox had just
     # reset never reach it.
-    assert PROMPTS <= sb.stats().requests <= len(tap.exchanges)
+    assert PROMPTS <= fault_sandbox.stats().requests <= len(tap.exchanges)
     kinds = Counter(_kind(e) for e in tap.exchanges)
     faults = len(tap.exchanges) - kinds["200"]
     assert 0.15 <= faults / len(tap.exchanges) <= 0.25, kinds
@@ -94,55 +94,62 @@ def _check(results: list[BatchResult], tap: Tap, field: str, sb: Sandbox) -> Cou
 
 @pytest.mark.timeout(60)
 @pytest.mark.usefixtures("fast_backoff")
-def test_sync_scale_batch_survives_chaos(sb: Sandbox) -> None:
+def test_sync_scale_batch_survives_chaos(fault_sandbox: Sandbox) -> None:
     """In input order (``ordered=True``), on httpx's own pool."""
-    _inject(sb, "scale")
+    _inject(fault_sandbox, "scale")
     tap = Tap(httpx.HTTPTransport())
     http = httpx.Client(transport=tap)
-    with sandbox_client(sb, "scale", timeout=TIMEOUT, max_retries=MAX_RETRIES, http_client=http) as scale:
+    with sandbox_client(
+        fault_sandbox, "scale", timeout=TIMEOUT, max_retries=MAX_RETRIES, http_client=http
+    ) as scale:
         results = list(scale.complete_many(MODELS["scale"], _prompts(), **BATCH, ordered=True, max_tokens=4))
     assert [result.index for result in results] == list(range(PROMPTS))
-    kinds = _check(results, tap, "prompt", sb)
+    kinds = _check(results, tap, "prompt", fault_sandbox)
     assert kinds["RemoteProtocolError"] > 0, kinds  # the resets
 
 
 @pytest.mark.timeout(60)
 @pytest.mark.usefixtures("fast_backoff")
-async def test_async_gradient_batch_survives_chaos(sb: Sandbox) -> None:
+async def test_async_gradient_batch_survives_chaos(fault_sandbox: Sandbox) -> None:
     """As they finish, on the aiohttp transport the async clients use by default."""
-    _inject(sb, "gradient")
+    _inject(fault_sandbox, "gradient")
     tap = Tap(AiohttpTransport())
     http = httpx.AsyncClient(transport=tap)
     gradient = sandbox_client(
-        sb, "gradient", asynchronous=True, timeout=TIMEOUT, max_retries=MAX_RETRIES, http_client=http
+        fault_sandbox,
+        "gradient",
+        asynchronous=True,
+        timeout=TIMEOUT,
+        max_retries=MAX_RETRIES,
+        http_client=http,
     )
     async with gradient:
         batch = gradient.complete_many(MODELS["gradient"], _prompts(), **BATCH, max_generated_token_count=4)
         results = [result async for result in batch]
-    _check(results, tap, "query", sb)
+    _check(results, tap, "query", fault_sandbox)
     assert asyncio.all_tasks() == {asyncio.current_task()}, "no task outlives the batch"
 
 
 @pytest.mark.timeout(30)
-def test_a_final_error_stops_a_sync_batch_and_its_threads(sb: Sandbox) -> None:
+def test_a_final_error_stops_a_sync_batch_and_its_threads(fault_sandbox: Sandbox) -> None:
     """Without ``return_exceptions`` the first final error ends the batch: raised, its workers gone."""
     threads = threading.active_count()
-    sb.inject(status=400, count=1, api="scale", rate=0.02)
-    with sandbox_client(sb, "scale", max_retries=1) as scale:
+    fault_sandbox.inject(status=400, count=1, api="scale", rate=0.02)
+    with sandbox_client(fault_sandbox, "scale", max_retries=1) as scale:
         results = scale.complete_many(MODELS["scale"], _prompts(), concurrency=16, ordered=True, max_tokens=2)
         with pytest.raises(BadRequestError):
             for _ in results:
                 pass
-    assert sb.stats().requests < PROMPTS
+    assert fault_sandbox.stats().requests < PROMPTS
     assert threading.active_count() == threads
 
 
 @pytest.mark.timeout(30)
-async def test_a_final_error_stops_an_async_batch_and_its_tasks(sb: Sandbox) -> None:
+async def test_a_final_error_stops_an_async_batch_and_its_tasks(fault_sandbox: Sandbox) -> None:
     prompts = (("contraband" if i == 300 else prompt) for i, prompt in enumerate(_prompts()))
-    async with sandbox_client(sb, "gradient", asynchronous=True, max_retries=1) as gradient:
+    async with sandbox_client(fault_sandbox, "gradient", asynchronous=True, max_retries=1) as gradient:
         with pytest.raises(ContentFlaggedError):
             async for _ in gradient.complete_many(MODELS["gradient"], prompts, concurrency=16):
                 pass
-    assert sb.stats().requests < PROMPTS
+    assert fault_sandbox.stats().requests < PROMPTS
     assert asyncio.all_tasks() == {asyncio.current_task()}

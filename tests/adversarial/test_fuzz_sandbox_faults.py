@@ -6,15 +6,17 @@ the requests that follow get either a normal answer or the fault asked for; neve
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from wrapper.sandbox import Sandbox
+from wrapper.sandbox import Fault, Sandbox
+from wrapper.sandbox._faults import parse_rule
 
 from ._schemas import JSON_VALUES, fuzz_settings
 
@@ -41,9 +43,12 @@ OPTIONS = st.dictionaries(st.sampled_from(KEYS), VALUES, max_size=4) | st.builds
     st.floats(-1, 0.01) | st.sampled_from(["x", None, [], "0.01"]),
 )
 PRINTABLE = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=6)
+MEANINGFUL = st.sampled_from(["429", "503", "204", "200", "json", "shape", "0", "1", "0.01", "2.5"])
 HEADER = st.lists(
-    st.builds("{}={}".format, st.sampled_from([*KEYS, "retry-after", ""]), PRINTABLE)
-    | st.sampled_from(["reset", "", "=", "status"]),
+    st.builds("{}={}".format, st.sampled_from([*KEYS, "retry-after", ""]), PRINTABLE | MEANINGFUL)
+    | st.sampled_from(
+        ["reset", "", "=", "status", "status=429", "status=503", "malformed=json", "malformed=shape"]
+    ),
     max_size=4,
 ).map(";".join)
 SCALE = (
@@ -59,9 +64,9 @@ GRADIENT = (
 
 
 @pytest.fixture(scope="module")
-def http(sandbox: Sandbox) -> Iterator[httpx.Client]:
+def http(shared_sandbox: Sandbox) -> Iterator[httpx.Client]:
     with httpx.Client(
-        base_url=sandbox.url, timeout=5.0, limits=httpx.Limits(max_keepalive_connections=0)
+        base_url=shared_sandbox.url, timeout=5.0, limits=httpx.Limits(max_keepalive_connections=0)
     ) as client:
         yield client
 
@@ -86,16 +91,54 @@ def _call(
 @fuzz
 @given(options=OPTIONS)
 def test_fault_rules_are_refused_or_obeyed(
-    sandbox: Sandbox, http: httpx.Client, options: dict[str, Any]
+    shared_sandbox: Sandbox, http: httpx.Client, options: dict[str, Any]
 ) -> None:
-    sandbox.clear_faults()
+    shared_sandbox.clear_faults()
     try:
         answer = http.post("/_sandbox/faults", json=options)
         assert answer.status_code in (200, 400), answer.text
         for api in (SCALE, GRADIENT, SCALE):
             _call(http, api, None, options)
     finally:
-        sandbox.clear_faults()
+        shared_sandbox.clear_faults()
+
+
+def _expect_refused(api: tuple[str, dict[str, Any], dict[str, str]], response: httpx.Response) -> None:
+    """A refused fault header: the API's own error for a bad header, naming it."""
+    if api is SCALE:
+        assert response.status_code == 422, response.text
+        assert [e["loc"] for e in response.json()["detail"]] == [["header", "x-sandbox-fault"]]
+    else:
+        assert response.status_code == 400, response.text
+        body = response.json()
+        assert body["type"] == "queryOrPathParsingError"
+        assert "x-sandbox-fault" in body["message"]
+
+
+def _expect_obeyed(
+    api: tuple[str, dict[str, Any], dict[str, str]], fault: Fault, response: httpx.Response
+) -> None:
+    """An obeyed fault header: the status it asks for (in the API's error shape, with its Retry-After
+    headers), the malformed body it asks for, or, asking for neither, a normal completion."""
+    if fault.status is not None:
+        assert response.status_code == fault.status, response.text
+        if fault.status in (204, 304):  # no body allowed
+            return
+        body = response.json()
+        assert ("type" in body and "message" in body) if api is GRADIENT else "detail" in body
+        if fault.retry_after is not None:
+            assert response.headers["retry-after"] == f"{fault.retry_after:g}"
+        if fault.retry_after_ms is not None:
+            assert response.headers["retry-after-ms"] == str(fault.retry_after_ms)
+    elif fault.malformed == "json":
+        assert response.status_code == 200
+        with pytest.raises(json.JSONDecodeError):
+            json.loads(response.content)
+    elif fault.malformed == "shape":
+        assert (response.status_code, response.json()) == (200, {"unexpected": True})
+    else:
+        assert response.status_code == 200, response.text
+        assert ("generatedOutput" if api is GRADIENT else "completions") in response.json()
 
 
 @fuzz
@@ -103,4 +146,23 @@ def test_fault_rules_are_refused_or_obeyed(
 def test_fault_headers_are_refused_or_obeyed(
     http: httpx.Client, header: str, api: tuple[str, dict[str, Any], dict[str, str]]
 ) -> None:
-    _call(http, api, header, header)
+    try:
+        fault: Fault | None = parse_rule(header).fault
+    except ValueError:  # the sandbox's own reading of the header: it must then refuse it
+        fault = None
+    else:
+        assume(fault.delay <= 1)  # a longer wait only times the client out
+        assume(fault.status is None or fault.status >= 200)  # 1xx are no final answer
+    path, body, headers = api
+    try:
+        response = http.post(path, json=body, headers={**headers, "x-sandbox-fault": header})
+    except httpx.TransportError:
+        assert fault is not None, "a refused fault header must get an answer"
+        assert fault.reset or fault.cut is not None, f"the connection broke, unasked ({header!r})"
+        return
+    if fault is None:
+        _expect_refused(api, response)
+    else:
+        assert not fault.reset, f"{header!r} asked to reset the connection"
+        assert fault.cut is None, f"{header!r} asked to cut the connection"
+        _expect_obeyed(api, fault, response)

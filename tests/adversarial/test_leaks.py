@@ -63,8 +63,8 @@ def _own_fds(port: int) -> tuple[set[str], set[str]]:
 class Leaks:
     """What a test must leave as it found: its file descriptors, no socket to the sandbox, asyncio silent."""
 
-    def __init__(self, sandbox: Sandbox) -> None:
-        self.port = int(sandbox.url.rsplit(":", 1)[1])
+    def __init__(self, shared_sandbox: Sandbox) -> None:
+        self.port = int(shared_sandbox.url.rsplit(":", 1)[1])
         self.records: list[logging.LogRecord] = []
         self.baseline()
 
@@ -106,9 +106,9 @@ class _Collect(logging.Handler):
 
 
 @pytest.fixture
-def leaks(sb: Sandbox) -> Iterator[Leaks]:
+def leaks(fault_sandbox: Sandbox) -> Iterator[Leaks]:
     """A ``Leaks`` baseline taken now; asyncio's logger is watched (WARNING and up) until the test ends."""
-    watch = Leaks(sb)
+    watch = Leaks(fault_sandbox)
     handler = _Collect(watch.records)
     logger = logging.getLogger("asyncio")
     logger.addHandler(handler)
@@ -125,10 +125,10 @@ async def aleaks(leaks: Leaks) -> Leaks:
     return leaks
 
 
-def _async_client(sb: Sandbox, api: str, transport: str) -> Any:
+def _async_client(fault_sandbox: Sandbox, api: str, transport: str) -> Any:
     """An async client on the default (aiohttp) transport or on an ``httpx.AsyncClient`` of our own."""
     http = None if transport == "aiohttp" else httpx.AsyncClient()
-    return sandbox_client(sb, api, asynchronous=True, http_client=http)
+    return sandbox_client(fault_sandbox, api, asynchronous=True, http_client=http)
 
 
 async def _cancelled(task: asyncio.Task[Any]) -> None:
@@ -138,9 +138,9 @@ async def _cancelled(task: asyncio.Task[Any]) -> None:
         await task
 
 
-async def _until_arrived(sb: Sandbox, count: int = 1) -> None:
+async def _until_arrived(fault_sandbox: Sandbox, count: int = 1) -> None:
     """Wait until ``count`` requests reached the sandbox since the test began (its stats were reset)."""
-    while sb.stats().requests < count:  # noqa: ASYNC110 - the sandbox offers no event to wait on
+    while fault_sandbox.stats().requests < count:  # noqa: ASYNC110 - the sandbox offers no event to wait on
         await asyncio.sleep(0.005)
 
 
@@ -151,13 +151,13 @@ TRANSPORTS = pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
 @APIS
 @TRANSPORTS
 async def test_cancelling_complete_mid_flight_leaves_nothing_open(
-    sb: Sandbox, aleaks: Leaks, api: str, transport: str
+    fault_sandbox: Sandbox, aleaks: Leaks, api: str, transport: str
 ) -> None:
-    sb.inject(delay=2, api=api)
-    client = _async_client(sb, api, transport)
+    fault_sandbox.inject(delay=2, api=api)
+    client = _async_client(fault_sandbox, api, transport)
     async with client:
         task = asyncio.create_task(client.complete(MODELS[api], "Alice was beginning to get very tired"))
-        await _until_arrived(sb)
+        await _until_arrived(fault_sandbox)
         await _cancelled(task)
         # the client still works after a cancelled call
         assert (await client.complete(MODELS[api], "Alice", **_short(api))).text is not None
@@ -166,10 +166,10 @@ async def test_cancelling_complete_mid_flight_leaves_nothing_open(
 
 @TRANSPORTS
 async def test_cancelling_a_stream_mid_flight_leaves_nothing_open(
-    sb: Sandbox, aleaks: Leaks, transport: str
+    fault_sandbox: Sandbox, aleaks: Leaks, transport: str
 ) -> None:
     """Cancelled with a chunk in hand, between chunks: ``aclosing`` (as ``stream`` documents) closes it."""
-    client = _async_client(sb, "scale", transport)
+    client = _async_client(fault_sandbox, "scale", transport)
     got_one = asyncio.Event()
 
     async def consume() -> None:
@@ -187,27 +187,27 @@ async def test_cancelling_a_stream_mid_flight_leaves_nothing_open(
 
 @TRANSPORTS
 async def test_cancelling_a_stream_before_its_headers_leaves_nothing_open(
-    sb: Sandbox, aleaks: Leaks, transport: str
+    fault_sandbox: Sandbox, aleaks: Leaks, transport: str
 ) -> None:
-    sb.inject(delay=2, api="scale")
-    client = _async_client(sb, "scale", transport)
+    fault_sandbox.inject(delay=2, api="scale")
+    client = _async_client(fault_sandbox, "scale", transport)
 
     async def consume() -> list[Any]:
         return [chunk async for chunk in client.stream(SCALE_MODEL, "Alice", max_tokens=5)]
 
     async with client:
         task = asyncio.create_task(consume())
-        await _until_arrived(sb)
+        await _until_arrived(fault_sandbox)
         await _cancelled(task)
     await aleaks.acheck()
 
 
 @TRANSPORTS
 async def test_an_abandoned_async_stream_is_closed_when_collected(
-    sb: Sandbox, aleaks: Leaks, transport: str
+    fault_sandbox: Sandbox, aleaks: Leaks, transport: str
 ) -> None:
     """Left mid-way without ``aclosing``: the loop's async-generator finalizer closes it once collected."""
-    client = _async_client(sb, "scale", transport)
+    client = _async_client(fault_sandbox, "scale", transport)
     async with client:
         chunks = client.stream(SCALE_MODEL, "Alice", max_tokens=50)
         await anext(chunks)
@@ -219,8 +219,10 @@ async def test_an_abandoned_async_stream_is_closed_when_collected(
 
 
 @APIS
-def test_breaking_out_of_a_sync_stream_leaves_nothing_open(sb: Sandbox, leaks: Leaks, api: str) -> None:
-    with sandbox_client(sb, api) as client:
+def test_breaking_out_of_a_sync_stream_leaves_nothing_open(
+    fault_sandbox: Sandbox, leaks: Leaks, api: str
+) -> None:
+    with sandbox_client(fault_sandbox, api) as client:
         for _ in client.stream(MODELS[api], "Alice", **_short(api)):
             break
         for _ in client.stream(MODELS[api], "Alice", **_short(api)):
@@ -228,9 +230,9 @@ def test_breaking_out_of_a_sync_stream_leaves_nothing_open(sb: Sandbox, leaks: L
     leaks.check()
 
 
-def test_a_stream_cut_by_the_server_leaves_nothing_open(sb: Sandbox, leaks: Leaks) -> None:
-    sb.inject(cut=2, api="scale")
-    with sandbox_client(sb, "scale") as client:
+def test_a_stream_cut_by_the_server_leaves_nothing_open(fault_sandbox: Sandbox, leaks: Leaks) -> None:
+    fault_sandbox.inject(cut=2, api="scale")
+    with sandbox_client(fault_sandbox, "scale") as client:
         chunks = client.stream(SCALE_MODEL, "Alice", max_tokens=20)
         assert len([next(chunks), next(chunks)]) == 2
         with pytest.raises(APIConnectionError):
@@ -239,8 +241,10 @@ def test_a_stream_cut_by_the_server_leaves_nothing_open(sb: Sandbox, leaks: Leak
 
 
 @APIS
-def test_closing_clients_and_their_copies_leaves_nothing_open(sb: Sandbox, leaks: Leaks, api: str) -> None:
-    client = sandbox_client(sb, api)
+def test_closing_clients_and_their_copies_leaves_nothing_open(
+    fault_sandbox: Sandbox, leaks: Leaks, api: str
+) -> None:
+    client = sandbox_client(fault_sandbox, api)
     copy = client.with_options(timeout=5.0, max_retries=0)
     client.complete(MODELS[api], "Alice", **_short(api))
     copy.complete(MODELS[api], "Alice", **_short(api))
@@ -253,9 +257,9 @@ def test_closing_clients_and_their_copies_leaves_nothing_open(sb: Sandbox, leaks
 @APIS
 @TRANSPORTS
 async def test_closing_async_clients_leaves_nothing_open(
-    sb: Sandbox, aleaks: Leaks, api: str, transport: str
+    fault_sandbox: Sandbox, aleaks: Leaks, api: str, transport: str
 ) -> None:
-    client = _async_client(sb, api, transport)
+    client = _async_client(fault_sandbox, api, transport)
     results = await asyncio.gather(
         *(client.complete(MODELS[api], f"Alice {i}", **_short(api)) for i in range(8))
     )
@@ -266,10 +270,10 @@ async def test_closing_async_clients_leaves_nothing_open(
 
 @APIS
 async def test_leaving_an_async_batch_early_cancels_its_requests(
-    sb: Sandbox, aleaks: Leaks, api: str
+    fault_sandbox: Sandbox, aleaks: Leaks, api: str
 ) -> None:
-    sb.inject(delay=2, api=api, count=100)
-    client = _async_client(sb, api, "aiohttp")
+    fault_sandbox.inject(delay=2, api=api, count=100)
+    client = _async_client(fault_sandbox, api, "aiohttp")
     async with client:
 
         async def prompts() -> AsyncIterator[str]:
@@ -278,7 +282,7 @@ async def test_leaving_an_async_batch_early_cancels_its_requests(
 
         batch = client.complete_many(MODELS[api], prompts(), concurrency=4, return_exceptions=True)
         pending = asyncio.create_task(anext(batch))
-        await _until_arrived(sb, 4)
+        await _until_arrived(fault_sandbox, 4)
         pending.cancel()
         with pytest.raises(asyncio.CancelledError):
             await pending

@@ -99,10 +99,10 @@ def _rejects_valid_data(api: str, response: schemathesis.Response) -> bool:
 
 
 @scale_schema.parametrize()
-def test_scale(case: schemathesis.Case, sandbox: Sandbox) -> None:
+def test_scale(case: schemathesis.Case, shared_sandbox: Sandbox) -> None:
     case.path_parameters = {"model_deployment_id": SCALE_MODELS[len(seen) % 2]}
     headers = {"x-api-key": SCALE_KEY}
-    response = case.call(base_url=sandbox.scale_base_url, headers=headers)
+    response = case.call(base_url=shared_sandbox.scale_base_url, headers=headers)
     seen["scale", _mode(case), response.status_code] += 1
     streamed = isinstance(case.body, dict) and case.body.get("stream") is True
     prompt = case.body.get("prompt") if isinstance(case.body, dict) else None
@@ -123,11 +123,11 @@ def test_scale(case: schemathesis.Case, sandbox: Sandbox) -> None:
 
 
 @gradient_schema.parametrize()
-def test_gradient(case: schemathesis.Case, sandbox: Sandbox) -> None:
+def test_gradient(case: schemathesis.Case, shared_sandbox: Sandbox) -> None:
     if _mode(case) == "positive":
         case.path_parameters = {"id": GRADIENT_MODELS[len(seen) % 3]}
     headers = {"Authorization": f"Bearer {GRADIENT_TOKEN}"}
-    response = case.call(base_url=sandbox.gradient_base_url, headers=headers)
+    response = case.call(base_url=shared_sandbox.gradient_base_url, headers=headers)
     seen["gradient", _mode(case), response.status_code] += 1
     assert response.status_code < 500, response.text
     if _mode(case) == "positive":
@@ -149,16 +149,17 @@ def test_every_api_and_mode_was_exercised() -> None:
 
 
 @pytest.mark.parametrize("api", ["scale", "gradient"])
-def test_requests_without_credentials_are_refused(sandbox: Sandbox, api: str) -> None:
+def test_requests_without_credentials_are_refused(shared_sandbox: Sandbox, api: str) -> None:
     """The sandbox takes any credentials but insists on some: 401 in each API's error shape."""
     with httpx.Client() as http:
         if api == "scale":
             response = http.post(
-                f"{sandbox.scale_base_url}/v4/models/{SCALE_MODELS[0]}/completions", json={"prompt": "hi"}
+                f"{shared_sandbox.scale_base_url}/v4/models/{SCALE_MODELS[0]}/completions",
+                json={"prompt": "hi"},
             )
         else:
             response = http.post(
-                f"{sandbox.gradient_base_url}/models/{GRADIENT_MODELS[0]}/complete",
+                f"{shared_sandbox.gradient_base_url}/models/{GRADIENT_MODELS[0]}/complete",
                 json={"query": "hi"},
                 headers={"x-gradient-workspace-id": "ws"},
             )
@@ -168,18 +169,20 @@ def test_requests_without_credentials_are_refused(sandbox: Sandbox, api: str) ->
 
 @pytest.mark.parametrize("api", ["scale", "gradient"])
 @pytest.mark.parametrize("model", ["a\nb", "nous-hermes2\n", "\n", "a\r\nb"])
-def test_any_model_id_gets_an_answer_in_the_api_error_shape(sandbox: Sandbox, api: str, model: str) -> None:
+def test_any_model_id_gets_an_answer_in_the_api_error_shape(
+    shared_sandbox: Sandbox, api: str, model: str
+) -> None:
     """Found by Schemathesis: an id with a line break must not fall through to a plain-text "Not Found"."""
     with httpx.Client() as http:
         if api == "scale":
             response = http.post(
-                f"{sandbox.scale_base_url}/v4/models/{quote(model, safe='')}/completions",
+                f"{shared_sandbox.scale_base_url}/v4/models/{quote(model, safe='')}/completions",
                 json={"prompt": "hi"},
                 headers={"x-api-key": SCALE_KEY},
             )
         else:
             response = http.post(
-                f"{sandbox.gradient_base_url}/models/{quote(model, safe='')}/complete",
+                f"{shared_sandbox.gradient_base_url}/models/{quote(model, safe='')}/complete",
                 json={"query": "hi"},
                 headers={"Authorization": f"Bearer {GRADIENT_TOKEN}", "x-gradient-workspace-id": "ws"},
             )

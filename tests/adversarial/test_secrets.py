@@ -79,10 +79,10 @@ def seen(caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> I
     assert leaked == []
 
 
-def test_a_sync_session_never_shows_a_credential(sb: Sandbox, seen: Seen) -> None:
+def test_a_sync_session_never_shows_a_credential(fault_sandbox: Sandbox, seen: Seen) -> None:
     with (
-        sandbox_client(sb, "scale", timeout=0.2) as scale,
-        sandbox_client(sb, "gradient", timeout=0.2) as gradient,
+        sandbox_client(fault_sandbox, "scale", timeout=0.2) as scale,
+        sandbox_client(fault_sandbox, "gradient", timeout=0.2) as gradient,
     ):
         seen.add(scale, gradient, scale.with_options(max_retries=0), gradient.with_options(timeout=1.0))
         seen.outcome(scale.complete, SCALE_MODEL, "Alice", max_tokens=4, logprobs=True, top_logprobs=2)
@@ -90,33 +90,33 @@ def test_a_sync_session_never_shows_a_credential(sb: Sandbox, seen: Seen) -> Non
         seen.outcome(gradient.complete, GRADIENT_MODEL, "Is Alice tired?", guidance=["yes", "no"])
         seen.outcome(lambda: list(gradient.stream(GRADIENT_MODEL, "Alice")))
         for api, client, model in (("scale", scale, SCALE_MODEL), ("gradient", gradient, GRADIENT_MODEL)):
-            sb.inject(status=503, count=1, api=api)
-            sb.inject(status=429, retry_after=1, count=1, api=api)
+            fault_sandbox.inject(status=503, count=1, api=api)
+            fault_sandbox.inject(status=429, retry_after=1, count=1, api=api)
             seen.outcome(client.complete, model, "retried twice, then fine")
             for fault in (
                 {"status": 503, "count": 3},
                 {"reset": True, "count": 3},
                 {"delay": 0.4, "count": 3},
             ):
-                sb.inject(**fault, api=api)
+                fault_sandbox.inject(**fault, api=api)
                 seen.outcome(client.complete, model, "retried until the budget is spent")
             seen.outcome(client.complete, "no-such-model", "Alice")
         seen.outcome(scale.complete, SCALE_MODEL, "Alice " * 3000, max_tokens=100)  # 422
         seen.outcome(gradient.complete, GRADIENT_MODEL, "where is the contraband")  # flaggedContent
         seen.outcome(gradient.complete, "llama2-7b-chat", "Alice", guidance=["yes"])  # no guidance
         seen.outcome(gradient.complete, GRADIENT_MODEL, "Alice", rag_collection="nope")
-        sb.inject(cut=1, api="scale")
+        fault_sandbox.inject(cut=1, api="scale")
         seen.outcome(lambda: list(scale.stream(SCALE_MODEL, "Alice", max_tokens=8)))
         seen.outcome(lambda: list(scale.stream(SCALE_MODEL, "__fail__ Alice", max_tokens=8)))
-        sb.inject(status=503, count=2, api="scale")
+        fault_sandbox.inject(status=503, count=2, api="scale")
         batch = list(scale.complete_many(SCALE_MODEL, ["a", "b", "c"], return_exceptions=True, max_tokens=2))
         seen.add(*batch, *(r.error for r in batch if r.error))
 
 
-async def test_an_async_session_never_shows_a_credential(sb: Sandbox, seen: Seen) -> None:
+async def test_an_async_session_never_shows_a_credential(fault_sandbox: Sandbox, seen: Seen) -> None:
     async with (
-        sandbox_client(sb, "scale", asynchronous=True, timeout=0.2) as scale,
-        sandbox_client(sb, "gradient", asynchronous=True, timeout=0.2) as gradient,
+        sandbox_client(fault_sandbox, "scale", asynchronous=True, timeout=0.2) as scale,
+        sandbox_client(fault_sandbox, "gradient", asynchronous=True, timeout=0.2) as gradient,
     ):
         seen.add(scale, gradient)
         await seen.aoutcome(scale.complete, SCALE_MODEL, "Alice", max_tokens=4)
@@ -127,17 +127,17 @@ async def test_an_async_session_never_shows_a_credential(sb: Sandbox, seen: Seen
         await seen.aoutcome(chunks, scale.stream(SCALE_MODEL, "Alice", max_tokens=4))
         await seen.aoutcome(chunks, gradient.stream(GRADIENT_MODEL, "Alice"))
         for api, client, model in (("scale", scale, SCALE_MODEL), ("gradient", gradient, GRADIENT_MODEL)):
-            sb.inject(status=429, retry_after_ms=5, count=1, api=api)
+            fault_sandbox.inject(status=429, retry_after_ms=5, count=1, api=api)
             await seen.aoutcome(client.complete, model, "retried once")
             for fault in (
                 {"status": 500, "count": 3},
                 {"reset": True, "count": 3},
                 {"delay": 0.4, "count": 3},
             ):
-                sb.inject(**fault, api=api)
+                fault_sandbox.inject(**fault, api=api)
                 await seen.aoutcome(client.complete, model, "retried until the budget is spent")
         await seen.aoutcome(gradient.complete, "unknown_model_adapter", "Alice")
-        sb.inject(cut=1, api="scale")
+        fault_sandbox.inject(cut=1, api="scale")
         await seen.aoutcome(chunks, scale.stream(SCALE_MODEL, "Alice", max_tokens=8))
         batch = await chunks(
             gradient.complete_many(GRADIENT_MODEL, ["a", "contraband"], return_exceptions=True)
