@@ -49,6 +49,8 @@ __all__ = [
 
 Job = tuple[int, str, Mapping[str, Any]]
 """One unit of work: the index results carry, the prompt, the keyword arguments for ``complete``."""
+FORGIVEN_429S = 10
+"""A prompt's 429s that cost no retry (met the batch's own earlier pace) at most, so none retries for ever."""
 
 
 @attrs.frozen
@@ -249,26 +251,25 @@ class _Batch:
         self.model = model
         self.tally = tally
 
-    def failed(self, error: APIError, sent_after: int, retries: int) -> tuple[float, bool, bool]:
-        """After a failed attempt: (seconds to wait, does it use up a retry, must the limiter slow down).
+    def failed(self, error: APIError, sent_after: int, retries: int, forgiven: int) -> tuple[float, bool]:
+        """After a failed attempt: (seconds to wait, does it use up a retry). Raises ``error`` when final.
 
-        Raises ``error`` when it is final. A 429 on a request sent before the batch's latest
-        slow-down was caused by the batch's own earlier pace: it costs no retry.
+        A 429 on a request sent before the batch's latest slow-down was caused by the batch's own
+        earlier pace: it costs no retry, up to ``FORGIVEN_429S`` times per prompt.
         """
-        throttle = counted = True
+        counted = True
         if isinstance(error, RateLimitError):
-            throttle = counted = self.tally.rate_limited(sent_after)
+            counted = self.tally.rate_limited(sent_after) or forgiven >= FORGIVEN_429S
         try:
-            delay = retry_or_raise(error, retries, self.budget)
+            # A forgiven 429 is retried even when the budget is spent (unless there is none at all).
+            delay = retry_or_raise(
+                error, retries if counted else min(retries, max(self.budget - 1, 0)), self.budget
+            )
         except APIError:
             self.tally.add("failed")
             raise
         self.tally.add("retries")
-        return (
-            (0.0 if testing.is_testing() else delay),
-            counted,
-            throttle and isinstance(error, RateLimitError),
-        )
+        return (0.0 if testing.is_testing() else delay), counted
 
     def succeeded(self, completion: Completion, estimate: int) -> int:
         """Count a success; the tokens it used (as reported, else the estimate)."""
@@ -338,10 +339,11 @@ def _attempts(batch: _Batch, pacer: Pacer, stop: threading.Event, job: Job) -> C
     """One prompt's attempts in a worker thread, paced, until it completes or fails for good."""
     _, prompt, params = job
     estimate = estimate_tokens(prompt, params)
-    retries = 0
+    retries = forgiven = 0
     wait = 0.0
     while True:
-        if stop.wait(max(wait, pacer.reserve(estimate))):
+        # The retry's wait first, then the pacer's slot: booked at once, a slot would be spent early.
+        if (wait > 0 and stop.wait(wait)) or stop.wait(pacer.reserve(estimate)):
             raise _Stopped
         sent_after, sent = batch.tally.slowdowns, time.monotonic()
         batch.tally.sent()
@@ -349,10 +351,11 @@ def _attempts(batch: _Batch, pacer: Pacer, stop: threading.Event, job: Job) -> C
             completion: Completion = batch.call(batch.model, prompt, **params)
         except APIError as error:
             batch.tally.answered(time.monotonic() - sent)
-            wait, counted, throttle = batch.failed(error, sent_after, retries)
-            if throttle:
+            if isinstance(error, RateLimitError):
                 pacer.slow_down(_retry_after(error))
+            wait, counted = batch.failed(error, sent_after, retries, forgiven)
             retries += counted
+            forgiven += not counted
             continue
         batch.tally.answered(time.monotonic() - sent)
         pacer.correct(estimate, batch.succeeded(completion, estimate))
@@ -431,7 +434,7 @@ async def _aattempts(batch: _Batch, limiter: Limiter, job: Job) -> Completion:
     """One prompt's attempts as a task, paced, until it completes or fails for good."""
     _, prompt, params = job
     estimate = estimate_tokens(prompt, params)
-    retries = 0
+    retries = forgiven = 0
     while True:
         await limiter.acquire(estimate)
         sent_after, sent = batch.tally.slowdowns, time.monotonic()
@@ -440,10 +443,11 @@ async def _aattempts(batch: _Batch, limiter: Limiter, job: Job) -> Completion:
             completion: Completion = await batch.call(batch.model, prompt, **params)
         except APIError as error:
             batch.tally.answered(time.monotonic() - sent)
-            wait, counted, throttle = batch.failed(error, sent_after, retries)
-            if throttle:
+            if isinstance(error, RateLimitError):
                 await limiter.throttled(_retry_after(error))
+            wait, counted = batch.failed(error, sent_after, retries, forgiven)
             retries += counted
+            forgiven += not counted
             if wait > 0:
                 await asyncio.sleep(wait)
             continue

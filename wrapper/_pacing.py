@@ -6,11 +6,16 @@ a request may go once that time is less than ``BURST`` seconds ahead, so at most
 second's budget ever goes at once, never a minute's. A request costing more than ``BURST`` seconds
 of budget goes once the pacer is idle and its excess is paid by the requests after it.
 
-With no limit given, or below the limits given, the pacer adapts (AIMD): a 429 sets the request rate
-to ``BACKOFF`` times the success rate achieved in the last seconds, or half the rate requests were
-sent at if more (at most ``BACKOFF`` times the current rate, at least half of it); the rate then
-grows by ``RECOVERY`` of that each second without a 429, up to the limit given. A 429's Retry-After
-pauses every request.
+With no limit given, or below the limits given, the pacer adapts (AIMD) to a limit the server keeps
+but did not announce. Every 429 pauses every request for its Retry-After. The rate is cut only when
+the server really refuses the pace: when 429s are at least ``SHARE`` of the answers since the last
+cut (and at least ``MIN_429S`` of them), at most once per ``INTERVAL`` (or per Retry-After, if
+longer). A cut sets the request rate to ``BACKOFF`` times the success rate achieved since the last
+cut (at most ``BACKOFF`` times the current rate, at least half of it): never far below what got
+through. The first cut halves the success rate instead (or, before any success, the rate requests
+went at): a server's limit lets a burst through at first. The rate then grows back additively, by ``RECOVERY`` of the rate it was cut to each second,
+up to the limit given. So a server that refuses a steady few per cent whatever the pace (a flaky
+one) never drives the rate down, and one whose limit lifts is caught up with.
 
 Hand-written rather than aiolimiter, limits or pyrate-limiter: none of them lets a request cost more
 than its burst capacity (aiolimiter's ``acquire(amount)`` raises ``ValueError``, the others refuse
@@ -33,14 +38,20 @@ __all__ = ["BURST", "Limiter", "Pacer", "checked_limit", "estimate_tokens"]
 
 BURST = 0.25
 """Seconds of budget that may go at once."""
-BACKOFF = 0.8
-"""After a 429, the request rate becomes this fraction of the success rate achieved recently."""
-RECOVERY = 0.1
-"""Each second without a 429, the request rate grows by this fraction of the rate it was cut to."""
+BACKOFF = 0.9
+"""A cut sets the request rate to this fraction of the success rate achieved since the last cut."""
+RECOVERY = 0.03
+"""Each second after a cut, the request rate grows by this fraction of the rate it was cut to."""
+SHARE = 0.15
+"""The share of 429s among the answers since the last cut above which the rate is cut."""
+MIN_429S = 5
+"""Fewer 429s than this since the last cut never cut the rate (their Retry-After still pauses)."""
+INTERVAL = 1.0
+"""Seconds at least between two cuts (longer when the 429's Retry-After is)."""
 MIN_RATE = 1 / 60
 """Adaptation never slows below one request a minute."""
 WINDOW = 2.0
-"""Seconds over which the achieved success rate is measured."""
+"""Seconds over which the achieved success rate and the share of 429s are measured."""
 MAX_TOKENS_PARAMS = ("max_tokens", "max_generated_token_count")  # Scale's, Gradient's
 
 
@@ -115,10 +126,18 @@ class _Recent:
         self._advance(now)
         self._counts[self._slot % self.SLOTS] += 1
 
-    def rate(self, now: float) -> float:
-        """Events a second over the window (over the time since the start when shorter, at least 50 ms)."""
+    def count(self, now: float) -> int:
+        """Events in the window."""
         self._advance(now)
-        return sum(self._counts) / max(min(WINDOW, now - self._started), 0.05)
+        return sum(self._counts)
+
+    def rate(self, now: float) -> float:
+        """Events a second over the window (over the time since the start when shorter, at least ``INTERVAL``).
+
+        Never over less than ``INTERVAL``: a server's limit lets a burst through at first.
+        """
+        self._advance(now)
+        return sum(self._counts) / max(min(WINDOW, now - self._started), INTERVAL)
 
 
 class Pacer:
@@ -145,9 +164,10 @@ class Pacer:
         self._tokens = _Bucket(math.inf if tpm is None else tpm / 60)
         self._adaptive = adaptive
         self._cut_to = math.inf  # the request rate the last 429 set, and when
-        self._cut_at = 0.0
+        self._cut_at = -math.inf
         self._paused_until = -math.inf
-        self._successes = _Recent(clock())
+        self._successes = _Recent(clock())  # since the last cut, over ``WINDOW`` at most
+        self._limited = _Recent(clock())  # 429s, likewise
         self._sent = _Recent(clock())
 
     @property
@@ -179,18 +199,28 @@ class Pacer:
                 self._tokens.due += (actual - estimate) / self._tokens.rate
 
     def slow_down(self, retry_after: float | None) -> None:
-        """A 429: pause every request for ``retry_after`` seconds and (if adaptive) lower the rate."""
+        """A 429: pause every request for ``retry_after`` seconds and (if adaptive) maybe cut the rate."""
         with self._lock:
             now = self._clock()
-            if retry_after is not None:
-                self._paused_until = max(self._paused_until, now + min(retry_after, MAX_RETRY_AFTER))
+            pause = 0.0 if retry_after is None else min(retry_after, MAX_RETRY_AFTER)
+            self._paused_until = max(self._paused_until, now + pause)
+            # Resume evenly after the pause, not with a burst of the budget unused during it.
+            self._requests.due = max(self._requests.due, self._paused_until + BURST)
             if not self._adaptive:
                 return
+            self._limited.add(now)
+            limited = self._limited.count(now)
+            answered = limited + self._successes.count(now)
+            if now - self._cut_at < max(INTERVAL, pause) or limited < max(MIN_429S, SHARE * answered):
+                return
             current = self._rate(now)
-            # Before any success (a 429 at the start), half the rate requests were sent at.
-            achieved = max(BACKOFF * self._successes.rate(now), self._sent.rate(now) / 2)
-            cut = achieved if current == math.inf else min(BACKOFF * current, max(achieved, current / 2))
+            achieved = self._successes.rate(now)
+            if current == math.inf:  # the first cut: what got through included the burst a limit allows
+                cut = (achieved or self._sent.rate(now)) / 2
+            else:
+                cut = min(BACKOFF * current, max(BACKOFF * achieved, current / 2))
             self._cut_to, self._cut_at = max(cut, MIN_RATE), now
+            self._successes, self._limited = _Recent(now), _Recent(now)
 
     async def acquire(self, cost: float) -> None:
         """``Limiter.acquire``: wait for the slot ``reserve`` books."""

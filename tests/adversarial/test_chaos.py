@@ -2,9 +2,10 @@
 
 The sandbox draws, for each request, each of four faults with probability ``RATE``: a 429 with a short
 ``Retry-After``, a 503, a connection reset, and a delay past the client's timeout; and, more rarely, a
-200 whose body is not JSON. Every prompt must end with exactly one result or one typed error, no prompt
-may be tried more than ``max_retries + 1`` times (counted on the wire and by the sandbox), a retryable
-error may end a prompt only once its budget is spent, and nothing may hang.
+200 whose body is not JSON. Every prompt must end with exactly one result or one typed error; no prompt
+may use more than ``max_retries`` retries (counted on the wire and by the sandbox), where a 429 met
+while the batch had already slowed down uses none, up to ``FORGIVEN_429S`` of them; a retryable error
+may end a prompt only once its budget is spent; and nothing may hang.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from typing import Any
 
 import httpx
 import pytest
+from helpers import wait_until
 from httpx_aiohttp import AiohttpTransport
 
 from wrapper import BatchResult, _retry
+from wrapper._batch import FORGIVEN_429S
 from wrapper.errors import APIResponseValidationError, BadRequestError, ContentFlaggedError
 from wrapper.sandbox import Sandbox
 
@@ -69,17 +72,21 @@ def _check(results: list[BatchResult], tap: Tap, field: str, fault_sandbox: Sand
     """The invariants of a chaos run; returns how the attempts went (status or exception name -> count)."""
     assert sorted(r.index for r in results) == list(range(PROMPTS)), "each prompt exactly once"
     attempts = Counter(json.loads(e.request.content)[field] for e in tap.exchanges)
+    limited = Counter(json.loads(e.request.content)[field] for e in tap.exchanges if e.status == 429)
     prompts = list(_prompts())
     malformed = 0
     for result in results:
-        tries = attempts[prompts[result.index]]
+        tries, forgivable = (
+            attempts[prompts[result.index]],
+            min(limited[prompts[result.index]], FORGIVEN_429S),
+        )
         assert (result.completion is None) != (result.error is None)
-        assert 1 <= tries <= MAX_RETRIES + 1
+        assert 1 <= tries <= MAX_RETRIES + 1 + forgivable, "only forgiven 429s go beyond the budget"
         if isinstance(result.error, APIResponseValidationError):
             malformed += 1
         elif result.error is not None:
             assert _retry.is_retryable(result.error), result.error
-            assert tries == MAX_RETRIES + 1, "a retryable error is final only once the budget is spent"
+            assert tries >= MAX_RETRIES + 1, "a retryable error is final only once the budget is spent"
     # Every attempt the sandbox saw was sent; a few sent on a keep-alive connection the sandbox had just
     # reset never reach it.
     assert PROMPTS <= fault_sandbox.stats().requests <= len(tap.exchanges)
@@ -141,7 +148,7 @@ def test_a_final_error_stops_a_sync_batch_and_its_threads(fault_sandbox: Sandbox
             for _ in results:
                 pass
     assert fault_sandbox.stats().requests < PROMPTS
-    assert threading.active_count() == threads
+    assert wait_until(lambda: threading.active_count() == threads)  # idle workers exit on their own
 
 
 @pytest.mark.timeout(30)
