@@ -1,4 +1,4 @@
-"""Shared fixtures: a scripted HTTP server on a real socket, client factories, an injected retry sleep."""
+"""Shared fixtures: a scripted HTTP server on a real socket, client factories, retries that do not wait."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from typing import Any
 
 import httpx
 import pytest
+from helpers import retry_waits
 
-from wrapper import _retry
 from wrapper.gradient import AsyncGradient, Gradient
 from wrapper.scale import AsyncScale, Scale
 
@@ -65,16 +65,10 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """The waits the clients' retries ask for (sync and async), recorded instead of slept."""
-    waits: list[float] = []
-
-    async def asleep(seconds: float) -> None:
-        waits.append(seconds)
-
-    monkeypatch.setattr(_retry, "_sleep", waits.append)
-    monkeypatch.setattr(_retry, "_asleep", asleep)
-    return waits
+def sleeps() -> Iterator[list[float]]:
+    """The waits the clients' retries ask for (sync and async): logged, not slept (``wrapper.testing``)."""
+    with retry_waits() as waits:
+        yield waits
 
 
 @pytest.fixture(params=["sync", "async"])
@@ -154,6 +148,8 @@ class LocalServer:
 
 
 class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # many clients connecting at once are queued, not dropped
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client that timed out or went away on purpose
 

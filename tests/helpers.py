@@ -1,8 +1,9 @@
-"""Helpers shared by test modules (fixtures stay in conftest)."""
+"""Helpers shared by test modules: ``from helpers import ...`` (fixtures stay in conftest)."""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import subprocess
 import sys
 import threading
@@ -10,6 +11,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from wrapper import testing
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -78,3 +81,32 @@ def fast_server(delay: float) -> Iterator[str]:
         process.stdin.close()  # the server stops when its stdin closes
         process.wait(timeout=10)
         process.stdout.close()
+
+
+class _RetryWaits(logging.Handler):
+    """Collects the delay of each ``retrying ... in %.2fs`` record the clients log at INFO."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.waits: list[float] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if isinstance(record.args, tuple) and str(record.msg).startswith("retrying "):
+            self.waits.append(float(record.args[2]))  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def retry_waits() -> Iterator[list[float]]:
+    """Testing mode on (retries do not wait), and the waits they would have had, read from the log."""
+    logger = logging.getLogger("wrapper")
+    handler, level, was_testing = _RetryWaits(), logger.level, testing.is_testing()
+    logger.addHandler(handler)
+    if not logger.isEnabledFor(logging.INFO):
+        logger.setLevel(logging.INFO)
+    testing.set_testing(True)
+    try:
+        yield handler.waits
+    finally:
+        testing.set_testing(was_testing)
+        logger.setLevel(level)
+        logger.removeHandler(handler)

@@ -1,7 +1,8 @@
-"""Retries: what is retried, how long the clients wait (seen through the injected sleep), when they stop."""
+"""Retries: what is retried, how long the clients wait (read from their log, in testing mode), when."""
 
 from __future__ import annotations
 
+import logging
 import time
 from email.utils import formatdate
 from typing import Any
@@ -10,7 +11,7 @@ import httpx
 import pytest
 from conftest import LocalServer, call, json_reply, reset_reply, scale_body
 
-from wrapper import _retry
+from wrapper import _retry, testing
 from wrapper.errors import (
     APIConnectionError,
     APIStatusError,
@@ -183,3 +184,33 @@ def test_policy_functions() -> None:
     assert _retry.parse_retry_after(httpx.Headers({"retry-after": "soon"})) is None
     assert _retry.parse_retry_after(httpx.Headers({"retry-after-ms": "x", "retry-after": "4"})) == 4.0
     assert _retry.parse_retry_after(httpx.Headers({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"})) == 0.0
+
+
+def test_retry_or_raise_decides_and_logs(caplog: pytest.LogCaptureFixture) -> None:
+    """The one decision the clients and the batch share: the delay (logged at INFO), or the error raised."""
+    request = httpx.Request("POST", "https://x.test/v4/models/m/completions")
+    limited = RateLimitError(
+        "HTTP 429", response=httpx.Response(429, headers={"retry-after": "3"}, request=request), body=None
+    )
+    with caplog.at_level(logging.INFO, logger="wrapper"):
+        assert _retry.retry_or_raise(limited, 0, 2) == 3.0
+    assert caplog.messages == [
+        "retrying POST https://x.test/v4/models/m/completions in 3.00s (retry 1 of 2) after: HTTP 429"
+    ]
+    with pytest.raises(RateLimitError):
+        _retry.retry_or_raise(limited, 2, 2)  # the budget is spent
+    bad = BadRequestError("HTTP 400", response=httpx.Response(400, request=request), body=None)
+    with pytest.raises(BadRequestError):
+        _retry.retry_or_raise(bad, 0, 2)  # not retryable
+
+
+async def test_testing_mode_skips_the_waits() -> None:
+    assert not testing.is_testing()
+    testing.set_testing(True)
+    try:
+        assert testing.is_testing()
+        _retry.sleep(3600)  # returns at once (or pytest-timeout fails the test)
+        await _retry.asleep(3600)
+    finally:
+        testing.set_testing(False)
+    assert not testing.is_testing()

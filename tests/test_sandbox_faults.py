@@ -8,9 +8,9 @@ import asyncio
 
 import httpx
 import pytest
+from helpers import retry_waits
 from sandbox_fixtures import _no_faults_left, gradient, recording_sandbox, scale  # noqa: F401
 
-import wrapper._retry
 from wrapper import errors
 from wrapper.gradient import Gradient
 from wrapper.sandbox import Sandbox, Stats
@@ -31,16 +31,15 @@ def test_a_status_fault_carries_retry_after(recording_sandbox: Sandbox, scale: S
     assert scale.complete(MODEL, "Alice", max_tokens=2).text  # the faults are used up
 
 
-def test_the_client_retries_through_count_faults(
-    recording_sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    waits: list[float] = []
-    monkeypatch.setattr(wrapper._retry, "_sleep", waits.append)
+def test_the_client_retries_through_count_faults(recording_sandbox: Sandbox) -> None:
     recording_sandbox.inject(status=503, retry_after=1, count=2, api="scale")
     recording_sandbox.reset_stats()
-    with Scale(
-        api_key="k", account_id="a", base_url=recording_sandbox.scale_base_url, max_retries=2
-    ) as client:
+    with (
+        retry_waits() as waits,
+        Scale(
+            api_key="k", account_id="a", base_url=recording_sandbox.scale_base_url, max_retries=2
+        ) as client,
+    ):
         assert client.complete(MODEL, "Alice", max_tokens=2).text
     assert recording_sandbox.stats().requests == 3
     assert waits == [1.0, 1.0]

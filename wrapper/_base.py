@@ -3,6 +3,11 @@
 A provider module (``wrapper.scale``, ``wrapper.gradient``) supplies a ``Wire``: how its endpoint's
 requests are built and its responses read, through the generated client. The wire and the
 generated code are imported when the first client is built, not when the module is imported.
+
+Every request carries the same User-Agent and the client's ``default_headers``; redirects are
+never followed. The default pools have no cap on connections, use the environment's proxies and CA
+bundle, and the default async clients post ``complete`` on an aiohttp fast lane when nothing
+(a proxy, a mock or an instrumentation of httpx) needs the request to go through httpx.
 """
 
 from __future__ import annotations
@@ -14,27 +19,43 @@ import logging
 import os
 import threading
 import time
-from collections.abc import AsyncGenerator, AsyncIterable, Awaitable, Callable, Generator, Iterable
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Mapping,
+)
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, TypeVar
 
 import httpx
 
 from . import _retry
 from ._errors_map import Malformed, connection_error, invalid, is_transport_failure
+from ._network import (
+    checked_headers,
+    checked_limits,
+    header_value,
+    httpx_is_watched,
+    proxy_in_env,
+    ssl_context,
+    user_agent,
+)
 from ._redact import redacted_headers
 from .errors import APIError, APIStatusError
 
 if TYPE_CHECKING:
-    from httpx_aiohttp import AiohttpTransport
     from httpx_sse import ServerSentEvent
 
+    from ._aiohttp_lane import Lane
     from ._batch import AsyncBatchIterator, BatchIterator
-    from ._results import Completion, CompletionChunk
+    from ._results import Completion, CompletionChunk, ResponseHeaders
 
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0)
 """Completions can take minutes; connecting should not."""
 DEFAULT_MAX_RETRIES = 2
-
 logger = logging.getLogger("wrapper")
 T = TypeVar("T")
 
@@ -69,13 +90,13 @@ def required(value: str | None, *, env: str, argument: str, client: str) -> str:
         raise ValueError(
             f"{client} needs {argument}: pass {argument}=... or set the {env} environment variable"
         )
-    return value
+    return header_value(value, f"{argument} (or {env})")
 
 
 class Wire(Protocol):
     """How one provider's endpoint is spoken, in terms of its generated client."""
 
-    def parse(self, content: bytes) -> Completion:
+    def parse(self, content: bytes, headers: ResponseHeaders) -> Completion:
         """The result in a successful response's body; ``Malformed`` if it is not what the spec promises."""
         ...
 
@@ -84,7 +105,7 @@ class Wire(Protocol):
         ...
 
 
-ChunkReader = Callable[["ServerSentEvent", httpx.Response], "CompletionChunk | None"]
+ChunkReader = Callable[["ServerSentEvent", httpx.Response, "ResponseHeaders"], "CompletionChunk | None"]
 
 
 @functools.lru_cache(maxsize=1024)
@@ -96,6 +117,24 @@ def _url(text: str) -> httpx.URL:
 def _is_event_stream(response: httpx.Response) -> bool:
     content_type: str = response.headers.get("content-type", "")
     return content_type.partition(";")[0].strip() == "text/event-stream"
+
+
+def _log_response(method: str, url: object, status: int, started: float, headers: Mapping[str, str]) -> None:
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug(
+            "%s %s -> %d in %.3fs; request headers %s",
+            method,
+            url,
+            status,
+            time.perf_counter() - started,
+            redacted_headers({name.lower(): value for name, value in headers.items()}),  # as httpx has them
+        )
+
+
+def _response_headers(response: httpx.Response) -> ResponseHeaders:
+    from ._results import ResponseHeaders
+
+    return ResponseHeaders(response.headers.raw)
 
 
 def _checked_retries(max_retries: int) -> int:
@@ -112,12 +151,18 @@ class _ClientCore:
     """Settings, options and the parts of sending that do no I/O, for sync and async clients alike."""
 
     _http: httpx.Client | httpx.AsyncClient
-    _aiohttp: AiohttpTransport | None = None  # the async default pool, which requests reach directly
 
-    def __init__(self, wire: Wire, settings: Settings, timeout: Timeout, max_retries: int) -> None:
+    def __init__(
+        self,
+        wire: Wire,
+        settings: Settings,
+        timeout: Timeout,
+        max_retries: int,
+        default_headers: Mapping[str, str] | None,
+    ) -> None:
         self._wire = wire
         self._base_url = settings.base_url.rstrip("/")
-        self._headers = settings.headers
+        self._headers = {"User-Agent": user_agent(), **checked_headers(default_headers), **settings.headers}
         self._timeout = _timeout(timeout)
         self._max_retries = _checked_retries(max_retries)
 
@@ -139,7 +184,8 @@ class _ClientCore:
     def with_options(
         self, *, timeout: Timeout | NotGiven = NOT_GIVEN, max_retries: int | NotGiven = NOT_GIVEN
     ) -> Self:
-        """A copy with other options, sharing this client's connection pool (closing either closes both)."""
+        """A copy with other options, sharing this client's connection pool and headers (closing either
+        closes both)."""
         clone = copy.copy(self)
         if not isinstance(timeout, NotGiven):
             clone._timeout = _timeout(timeout)
@@ -159,33 +205,23 @@ class _ClientCore:
         if stream:
             headers["Accept"] = "text/event-stream"
         url = _url(self._base_url + kwargs["url"])
-        if self._aiohttp is not None:  # the default async pool: no httpx.AsyncClient defaults to merge
-            timeout = {"timeout": self._timeout.as_dict()}
-            return httpx.Request(
-                kwargs["method"], url, json=kwargs["json"], headers=headers, extensions=timeout
-            )
         return self._http.build_request(
             kwargs["method"], url, json=kwargs["json"], headers=headers, timeout=self._timeout
         )
 
     def _completion(self, response: httpx.Response) -> Completion:
         try:
-            return self._wire.parse(response.content)
+            return self._wire.parse(response.content, _response_headers(response))
         except Malformed as exc:
             raise exc.at(response) from None
 
     def _succeeded(self, request: httpx.Request, response: httpx.Response, started: float) -> httpx.Response:
-        """``response`` if it is a success, else its typed error raised; logged at DEBUG either way."""
-        if logger.isEnabledFor(logging.DEBUG):
-            logger.debug(
-                "%s %s -> %d in %.3fs; request headers %s",
-                request.method,
-                request.url,
-                response.status_code,
-                time.perf_counter() - started,
-                redacted_headers(request.headers),
-            )
-        if response.status_code >= 400:
+        """``response`` if it is a success (2xx), else its typed error raised; logged at DEBUG either way.
+
+        A redirect is an error too: it is never followed, since the credentials would go with it.
+        """
+        _log_response(request.method, request.url, response.status_code, started, request.headers)
+        if not 200 <= response.status_code < 300:
             raise self._wire.status_error(response)
         return response
 
@@ -199,22 +235,6 @@ class _ClientCore:
                 exc,
             )
         return connection_error(exc, request)
-
-    def _delay_or_raise(self, error: APIError, retries: int) -> float:
-        """Seconds to wait before the next attempt, or ``error`` raised when it is final."""
-        if retries >= self._max_retries or not _retry.is_retryable(error):
-            raise error
-        delay = _retry.retry_delay(retries, error.retry_after if isinstance(error, APIStatusError) else None)
-        logger.info(
-            "retrying %s %s in %.2fs (retry %d of %d) after: %s",
-            error.request.method,
-            error.request.url,
-            delay,
-            retries + 1,
-            self._max_retries,
-            error,
-        )
-        return delay
 
 
 class SyncClient(_ClientCore):
@@ -230,9 +250,14 @@ class SyncClient(_ClientCore):
         timeout: Timeout,
         max_retries: int,
         http_client: httpx.Client | None,
+        limits: httpx.Limits | None = None,
+        default_headers: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(wire, settings, timeout, max_retries)
-        self._http = http_client if http_client is not None else httpx.Client()
+        limits = checked_limits(limits, http_client)
+        super().__init__(wire, settings, timeout, max_retries, default_headers)
+        if http_client is None:
+            http_client = httpx.Client(limits=limits, verify=ssl_context(), trust_env=True)
+        self._http = http_client
 
     def close(self) -> None:
         """Close the connection pool (shared with ``with_options`` copies)."""
@@ -251,8 +276,8 @@ class SyncClient(_ClientCore):
             try:
                 return attempt()
             except APIError as error:
-                delay = self._delay_or_raise(error, retries)
-            _retry._sleep(delay)
+                delay = _retry.retry_or_raise(error, retries, self._max_retries)
+            _retry.sleep(delay)
             retries += 1
 
     def _send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
@@ -261,8 +286,8 @@ class SyncClient(_ClientCore):
         def attempt() -> httpx.Response:
             started = time.perf_counter()
             try:
-                response = self._http.send(request, stream=stream)
-                if stream and response.status_code >= 400:
+                response = self._http.send(request, stream=stream, follow_redirects=False)
+                if stream and not 200 <= response.status_code < 300:
                     try:
                         response.read()
                     finally:
@@ -322,8 +347,9 @@ class SyncClient(_ClientCore):
             if not _is_event_stream(response):
                 response.read()
                 raise invalid(response, "is not an event stream")
+            headers = _response_headers(response)
             for event in EventSource(response).iter_sse():
-                chunk = read(event, response)
+                chunk = read(event, response, headers)
                 if chunk is not None:
                     yield chunk
         except Exception as exc:
@@ -335,9 +361,15 @@ class SyncClient(_ClientCore):
 
 
 class AsyncClient(_ClientCore):
-    """A client over an ``httpx.AsyncClient`` (by default on the aiohttp transport): ``await close()``."""
+    """A client over an ``httpx.AsyncClient``, plus, by default, an aiohttp fast lane: ``await close()``.
+
+    ``complete`` takes the fast lane when the client built its own pool, no proxy was configured in
+    the environment, and no mock or tracer has replaced httpx's transport functions (checked on
+    each call). Everything else (streams, a user's ``http_client``) goes through httpx.
+    """
 
     _http: httpx.AsyncClient
+    _lane: Lane | None = None
     complete: Callable[..., Awaitable[Completion]]  # each provider's, with its own keyword arguments
 
     def __init__(
@@ -347,21 +379,25 @@ class AsyncClient(_ClientCore):
         timeout: Timeout,
         max_retries: int,
         http_client: httpx.AsyncClient | None,
+        limits: httpx.Limits | None = None,
+        default_headers: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(wire, settings, timeout, max_retries)
+        limits = checked_limits(limits, http_client)
+        super().__init__(wire, settings, timeout, max_retries, default_headers)
         if http_client is None:
-            from httpx_aiohttp import AiohttpTransport  # here, not at import: aiohttp is slow to import
+            context = ssl_context()
+            http_client = httpx.AsyncClient(limits=limits, verify=context, trust_env=True)
+            if not proxy_in_env():  # with a proxy, httpx applies it (and NO_PROXY) to every request
+                from ._aiohttp_lane import Lane  # here, not at import: aiohttp is slow to import
 
-            # httpx.AsyncClient's own per-request work (merging defaults, auth and redirect flows)
-            # costs more than aiohttp itself: requests skip it and go straight to the transport,
-            # which the AsyncClient still owns and closes.
-            self._aiohttp = AiohttpTransport()
-            http_client = httpx.AsyncClient(transport=self._aiohttp)
+                self._lane = Lane(context, limits)
         self._http = http_client
 
     async def close(self) -> None:
-        """Close the connection pool (shared with ``with_options`` copies)."""
+        """Close the connection pools (shared with ``with_options`` copies)."""
         await self._http.aclose()
+        if self._lane is not None:
+            await self._lane.aclose()
 
     async def __aenter__(self) -> Self:
         return self
@@ -376,8 +412,8 @@ class AsyncClient(_ClientCore):
             try:
                 return await attempt()
             except APIError as error:
-                delay = self._delay_or_raise(error, retries)
-            await _retry._asleep(delay)
+                delay = _retry.retry_or_raise(error, retries, self._max_retries)
+            await _retry.asleep(delay)
             retries += 1
 
     async def _send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
@@ -386,11 +422,8 @@ class AsyncClient(_ClientCore):
         async def attempt() -> httpx.Response:
             started = time.perf_counter()
             try:
-                if self._aiohttp is not None:
-                    response = await self._aiohttp.handle_async_request(request)
-                else:
-                    response = await self._http.send(request, stream=True)
-                if not stream or response.status_code >= 400:
+                response = await self._http.send(request, stream=True, follow_redirects=False)
+                if not stream or not 200 <= response.status_code < 300:
                     try:
                         await response.aread()
                     finally:
@@ -434,23 +467,28 @@ class AsyncClient(_ClientCore):
         )
 
     async def _complete(self, kwargs: dict[str, Any]) -> Completion:
-        if self._aiohttp is None or logger.isEnabledFor(logging.DEBUG):
+        lane = self._lane
+        if lane is None or httpx_is_watched():
             return self._completion(await self._send(self._request(kwargs)))
-        from ._aiohttp_post import encode_json, post
+        from ._aiohttp_lane import encode_json
+        from ._results import ResponseHeaders
 
-        transport, url = self._aiohttp, self._base_url + kwargs["url"]
+        url = self._base_url + kwargs["url"]
         headers = self._headers | kwargs["headers"]
         content = encode_json(kwargs["json"])
 
         async def attempt() -> Completion:
+            # The httpx request (which errors carry) is built only when something went wrong.
+            started = time.perf_counter()
             try:
-                reply = await post(transport, url, headers, content, self._timeout)
+                reply = await lane.post(url, headers, content, self._timeout)
             except httpx.TransportError as exc:
-                raise connection_error(exc, self._request(kwargs)) from exc
-            if reply.status >= 400:
+                raise self._transport_failed(self._request(kwargs), started, exc) from exc
+            _log_response("POST", url, reply.status, started, headers)
+            if not 200 <= reply.status < 300:
                 raise self._wire.status_error(reply.response(self._request(kwargs)))
             try:
-                return self._wire.parse(reply.content)
+                return self._wire.parse(reply.content, ResponseHeaders(reply.headers))
             except Malformed as exc:
                 raise exc.at(reply.response(self._request(kwargs))) from None
 
@@ -470,8 +508,9 @@ class AsyncClient(_ClientCore):
             if not _is_event_stream(response):
                 await response.aread()
                 raise invalid(response, "is not an event stream")
+            headers = _response_headers(response)
             async for event in EventSource(response).aiter_sse():
-                chunk = read(event, response)
+                chunk = read(event, response, headers)
                 if chunk is not None:
                     yield chunk
         except Exception as exc:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -39,22 +38,14 @@ _EXCERPT = 500
 
 
 def is_transport_failure(exc: BaseException) -> bool:
-    """True for what a transport raises when no usable response arrived: httpx's transport errors, a body
-    that does not decode as its Content-Encoding says (``DecodingError``), and the aiohttp errors that
-    httpx-aiohttp passes on unmapped (a bad status line or header)."""
-    if isinstance(exc, httpx.TransportError | httpx.DecodingError):
-        return True
-    # Only the aiohttp transport raises aiohttp's errors, and it has imported aiohttp by then.
-    aiohttp = sys.modules.get("aiohttp")
-    return aiohttp is not None and isinstance(exc, aiohttp.ClientError)
+    """True for what a transport raises when no usable response arrived: httpx's transport errors (the
+    aiohttp lane raises those too), and a body that does not decode as its Content-Encoding says."""
+    return isinstance(exc, httpx.TransportError | httpx.DecodingError)
 
 
 def connection_error(exc: Exception, request: httpx.Request) -> APIConnectionError:
     """The ``APIConnectionError`` (``APITimeoutError`` for a timeout) for a transport failure."""
-    # httpx-aiohttp reports every aiohttp connection error (reset, refused, ...) as ConnectTimeout.
-    cause = exc.__cause__
-    from_aiohttp = type(cause).__module__.startswith("aiohttp") and not isinstance(cause, TimeoutError)
-    timed_out = isinstance(exc, httpx.TimeoutException) and not from_aiohttp
+    timed_out = isinstance(exc, httpx.TimeoutException)
     error = (APITimeoutError if timed_out else APIConnectionError)(
         f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, request=request
     )
@@ -89,6 +80,9 @@ def status_error(
     cls = InternalServerError if status >= 500 else STATUS_CLASSES.get(status, APIStatusError)
     if detail is None:
         detail = body if isinstance(body, str) else json.dumps(body)
+    if 300 <= status < 400:  # never followed: the request's credentials would go with it
+        where = response.headers.get("location")
+        detail = f"redirect{f' to {where}' if where else ''} not followed" + (f"; {detail}" if detail else "")
     if len(detail) > _EXCERPT:
         detail = detail[:_EXCERPT] + "..."
     error = cls(f"HTTP {status}: {detail}" if detail else f"HTTP {status}", response=response, body=body)

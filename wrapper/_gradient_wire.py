@@ -28,7 +28,7 @@ from generated.gradient.models import (
 
 from . import errors
 from ._errors_map import Malformed, body_of, parse_model, status_error
-from ._results import Completion
+from ._results import Completion, ResponseHeaders
 from ._validate import boolean, check_params, number, path_segment, text, texts
 
 # The constraints CompleteModelBodyParams states (tests/test_client_validation.py reads them from the spec).
@@ -86,12 +86,12 @@ class GradientWire:
             path_segment("model", model), body=body, x_gradient_workspace_id=self._workspace_id
         )
 
-    def parse(self, content: bytes) -> Completion:
+    def parse(self, content: bytes, headers: ResponseHeaders) -> Completion:
         """The ``Completion`` in a 200 response's body (Gradient reports no token counts or logprobs)."""
         raw = parse_model(CompleteModelSuccess.from_dict, content)
         if not isinstance(raw.generated_output, str) or not isinstance(raw.finish_reason, str):
             raise Malformed("has generatedOutput or finishReason that is not a string")
-        return Completion(raw.generated_output, raw.finish_reason, None, None, None, raw=raw)
+        return Completion(raw.generated_output, raw.finish_reason, None, None, None, raw=raw, headers=headers)
 
     def status_error(self, response: httpx.Response) -> errors.APIStatusError:
         """The error of a typed 4XX body by its ``type``; the status class for anything else.

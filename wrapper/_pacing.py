@@ -7,15 +7,16 @@ second's budget ever goes at once, never a minute's. A request costing more than
 of budget goes once the pacer is idle and its excess is paid by the requests after it.
 
 With no limit given, or below the limits given, the pacer adapts (AIMD) to a limit the server keeps
-but did not announce. Every 429 pauses every request for its Retry-After. The rate is cut only when
-the server really refuses the pace: when 429s are at least ``SHARE`` of the answers since the last
-cut (and at least ``MIN_429S`` of them), at most once per ``INTERVAL`` (or per Retry-After, if
-longer). A cut sets the request rate to ``BACKOFF`` times the success rate achieved since the last
-cut (at most ``BACKOFF`` times the current rate, at least half of it): never far below what got
-through. The first cut halves the success rate instead (or, before any success, the rate requests
-went at): a server's limit lets a burst through at first. The rate then grows back additively, by ``RECOVERY`` of the rate it was cut to each second,
-up to the limit given. So a server that refuses a steady few per cent whatever the pace (a flaky
-one) never drives the rate down, and one whose limit lifts is caught up with.
+but did not announce. Every 429 pauses every request for its Retry-After (then requests resume
+evenly, not in a burst). The rate is cut only when the server really refuses the pace: when 429s
+are at least ``SHARE`` of the answers since the last cut (and at least ``MIN_429S`` of them), at
+most once per ``INTERVAL`` (or per Retry-After, if longer). A cut sets the request rate to
+``BACKOFF`` times the success rate achieved since the last cut (at most ``BACKOFF`` times the
+current rate, at least half of it): never far below what got through. The first cut halves the
+success rate instead (before any success, the rate requests went at): a server's limit lets a burst
+through at first. The rate then grows back additively, by ``RECOVERY`` of the rate it was cut to
+each second, up to the limit given. So a server that refuses a steady few per cent whatever the pace
+(a flaky one) never drives the rate down, and one whose limit lifts is caught up with.
 
 Hand-written rather than aiolimiter, limits or pyrate-limiter: none of them lets a request cost more
 than its burst capacity (aiolimiter's ``acquire(amount)`` raises ``ValueError``, the others refuse
@@ -132,7 +133,7 @@ class _Recent:
         return sum(self._counts)
 
     def rate(self, now: float) -> float:
-        """Events a second over the window (over the time since the start when shorter, at least ``INTERVAL``).
+        """Events a second over the window, or the time since the start when shorter.
 
         Never over less than ``INTERVAL``: a server's limit lets a burst through at first.
         """

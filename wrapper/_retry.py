@@ -1,9 +1,11 @@
-"""When a failed request is retried and how long to wait first (DESIGN §4).
+"""When a failed request is retried, how long to wait first, and the wait itself.
 
 Retried: connection errors and timeouts, 408, 409, 429 and 5xx. The wait is the server's
 ``retry-after-ms`` / ``Retry-After`` (seconds or an HTTP date) when it gives one, capped at
 ``MAX_RETRY_AFTER``; otherwise exponential backoff from ``INITIAL_DELAY`` up to ``MAX_DELAY``,
 with up to 25% jitter taken off so that clients that failed together do not retry together.
+``retry_or_raise`` is the one decision (and its INFO log line) the clients and the batch share;
+``sleep``/``asleep`` wait, or return at once in testing mode (``wrapper.testing``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ __all__ = [
     "INITIAL_DELAY",
     "MAX_DELAY",
     "MAX_RETRY_AFTER",
+    "asleep",
     "is_retryable",
     "parse_retry_after",
     "retry_delay",
@@ -34,30 +37,14 @@ MAX_DELAY = 8.0
 MAX_RETRY_AFTER = 60.0
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
 
-_sleep = time.sleep  # the clients look these up at call time, so tests can substitute them
 logger = logging.getLogger("wrapper")
 
 
-async def _asleep(seconds: float) -> None:
-    import asyncio  # not at module level: `import wrapper.scale` stays light
-
-    await asyncio.sleep(seconds)
-
-
-def sleep(seconds: float) -> None:
-    """Wait ``seconds`` before a retry; return at once in testing mode (``wrapper.testing``)."""
-    if not testing.is_testing():
-        _sleep(seconds)
-
-
-async def asleep(seconds: float) -> None:
-    """``sleep`` for async code."""
-    if not testing.is_testing():
-        await _asleep(seconds)
-
-
 def retry_or_raise(error: APIError, retries: int, max_retries: int) -> float:
-    """Seconds to wait before retry ``retries + 1`` (logged at INFO); ``error`` raised when it is final."""
+    """Seconds to wait before retry ``retries + 1`` of ``error``'s request (logged at INFO).
+
+    Raises ``error`` when it is final: not retryable, or ``retries`` has reached ``max_retries``.
+    """
     if retries >= max_retries or not is_retryable(error):
         raise error
     delay = retry_delay(retries, error.retry_after if isinstance(error, APIStatusError) else None)
@@ -71,6 +58,19 @@ def retry_or_raise(error: APIError, retries: int, max_retries: int) -> float:
         error,
     )
     return delay
+
+
+def sleep(seconds: float) -> None:
+    """Wait ``seconds`` before a retry; return at once in testing mode."""
+    if not testing.is_testing():
+        time.sleep(seconds)
+
+
+async def asleep(seconds: float) -> None:
+    """Wait ``seconds`` before a retry without blocking the loop; return at once in testing mode."""
+    import asyncio  # not at module level: `import wrapper.scale` stays light
+
+    await asyncio.sleep(0 if testing.is_testing() else seconds)
 
 
 def is_retryable(exc: BaseException) -> bool:

@@ -24,7 +24,7 @@ from generated.scale.models.completion_request_v2_reasoning_effort import (
 from generated.scale.types import Unset
 
 from ._errors_map import Malformed, body_of, json_object, model, status_error
-from ._results import Completion, CompletionChunk, Deferred, TokenLogprob
+from ._results import Completion, CompletionChunk, Deferred, ResponseHeaders, TokenLogprob
 from ._validate import boolean, check_params, mapping, number, one_of, path_segment, text, texts
 from .errors import APIStatusError, UnprocessableEntityError
 
@@ -66,11 +66,13 @@ class ScaleWire:
         body = CompletionRequestV2(prompt=_NON_EMPTY("prompt", prompt), **fields)
         return create_completion._get_kwargs(model_deployment_id=path_segment("model", model), body=body)
 
-    def parse(self, content: bytes) -> Completion:
+    def parse(self, content: bytes, headers: ResponseHeaders) -> Completion:
         """The ``Completion`` in a 200 response's body; ``Malformed`` if it is not what the spec says."""
-        return _result(Completion, json_object(content))
+        return _result(Completion, json_object(content), headers)
 
-    def chunk(self, event: ServerSentEvent, response: httpx.Response) -> CompletionChunk | None:
+    def chunk(
+        self, event: ServerSentEvent, response: httpx.Response, headers: ResponseHeaders
+    ) -> CompletionChunk | None:
         """The chunk one stream event carries (None for an empty one); an ``error`` event raises its error."""
         if event.event == "error":
             body = _json_or_text(event.data)
@@ -80,7 +82,7 @@ class ScaleWire:
         if not event.data:
             return None
         try:
-            return _result(CompletionChunk, json_object(event.data))
+            return _result(CompletionChunk, json_object(event.data), headers)
         except Malformed as exc:
             raise exc.at(response, event.data) from None
 
@@ -123,17 +125,22 @@ def _validation_errors(body: Any) -> list[tuple[tuple[int | str, ...], str, str]
 R = TypeVar("R", Completion, CompletionChunk)
 
 
-def _result(cls: type[R], data: dict[str, Any]) -> R:
+def _result(cls: type[R], data: dict[str, Any], headers: ResponseHeaders) -> R:
     """``cls`` with the fields of a response body, checked against the spec's types.
 
-    The generated model is built now only when logprobs need it; otherwise on first use of ``raw``.
+    The generated model is built now when there are ``choices`` (logprobs need it); otherwise on
+    first use of ``raw``, so the shape it walks (a list of lists) is checked here: a result that is
+    returned always has a ``raw`` that builds.
     """
     if "completions" not in data:
         raise Malformed("does not match the spec (KeyError: 'completions')")
-    if data.get("choices"):
+    completions = data["completions"]
+    if not isinstance(completions, list) or not all(isinstance(item, list) for item in completions):
+        raise Malformed("has completions that are not a list of [prompt, [outputs]] pairs")
+    if "choices" in data:
         raw = model(CompletionResponse.from_dict, data)
-        return cls(*_fields(data), _logprobs(raw), raw=raw)
-    return cls(*_fields(data), None, raw=Deferred(CompletionResponse.from_dict, data))
+        return cls(*_fields(data), _logprobs(raw), raw=raw, headers=headers)
+    return cls(*_fields(data), None, raw=Deferred(CompletionResponse.from_dict, data), headers=headers)
 
 
 def _fields(data: dict[str, Any]) -> tuple[str, str | None, int | None, int | None]:
@@ -141,8 +148,8 @@ def _fields(data: dict[str, Any]) -> tuple[str, str | None, int | None, int | No
     text = ""
     completions = data["completions"]
     if completions:  # [[prompt, [output, ...]], ...]: the first output for the first prompt
-        pair = completions[0] if isinstance(completions, list) else None
-        if not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[1], list):
+        pair = completions[0]
+        if len(pair) != 2 or not isinstance(pair[1], list):
             raise Malformed("has a completions item that is not a [prompt, [outputs]] pair")
         if pair[1]:
             text = pair[1][0]

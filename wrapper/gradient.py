@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Generator, Sequence
+from collections.abc import AsyncGenerator, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, TypedDict, Unpack
 
 import httpx
@@ -74,8 +74,10 @@ class Gradient(SyncClient):
 
     Arguments left out come from the environment: ``GRADIENT_ACCESS_TOKEN`` and
     ``GRADIENT_WORKSPACE_ID`` (both required), ``GRADIENT_API_URL``. ``timeout`` applies to each
-    attempt; failed requests are retried up to ``max_retries`` times. ``http_client`` replaces the
-    connection pool (proxies, custom transports); the client closes it on ``close()``.
+    attempt; failed requests are retried up to ``max_retries`` times. ``default_headers`` go on
+    every request. ``limits`` sizes the connection pool (default: no cap on connections, 1000 kept
+    alive); ``http_client`` replaces the pool, with its own proxy and TLS settings (the client
+    closes it on ``close()``). See README, "Networks".
     """
 
     _wire: GradientWire
@@ -89,8 +91,17 @@ class Gradient(SyncClient):
         timeout: Timeout = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
         http_client: httpx.Client | None = None,
+        limits: httpx.Limits | None = None,
+        default_headers: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(*_config(access_token, workspace_id, base_url), timeout, max_retries, http_client)
+        super().__init__(
+            *_config(access_token, workspace_id, base_url),
+            timeout,
+            max_retries,
+            http_client,
+            limits,
+            default_headers,
+        )
 
     def complete(self, model: str, prompt: str, **params: Unpack[GradientParams]) -> Completion:
         """Complete ``prompt`` (sent as ``query``) with the base or fine-tuned model ``model``."""
@@ -109,9 +120,10 @@ class Gradient(SyncClient):
 class AsyncGradient(AsyncClient):
     """The async ``Gradient``: the same methods, awaited; ``stream``, ``complete_many`` are async iterators.
 
-    By default it runs on httpx-aiohttp's transport, much faster than httpx's own pool under
-    concurrency; pass ``http_client=httpx.AsyncClient(...)`` to choose another. Use it within one
-    event loop, and ``await client.close()`` (or ``async with``) when done.
+    By default ``complete`` posts on an aiohttp fast lane, much faster than httpx's own pool under
+    concurrency, unless a proxy, a mock or a tracer needs httpx (README, "Networks"); pass
+    ``http_client=httpx.AsyncClient(...)`` to choose the pool yourself. Use it within one event
+    loop, and ``await client.close()`` (or ``async with``) when done.
     """
 
     _wire: GradientWire
@@ -125,8 +137,17 @@ class AsyncGradient(AsyncClient):
         timeout: Timeout = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
         http_client: httpx.AsyncClient | None = None,
+        limits: httpx.Limits | None = None,
+        default_headers: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(*_config(access_token, workspace_id, base_url), timeout, max_retries, http_client)
+        super().__init__(
+            *_config(access_token, workspace_id, base_url),
+            timeout,
+            max_retries,
+            http_client,
+            limits,
+            default_headers,
+        )
 
     async def complete(self, model: str, prompt: str, **params: Unpack[GradientParams]) -> Completion:
         """Complete ``prompt`` (sent as ``query``) with the base or fine-tuned model ``model``."""

@@ -28,6 +28,7 @@ from ._base import (
     from_env,
     required,
 )
+from ._network import header_value
 
 if TYPE_CHECKING:
     from ._results import Completion, CompletionChunk
@@ -64,7 +65,7 @@ def _settings(api_key: str | None, account_id: str | None, base_url: str | None)
     headers = {"x-api-key": required(api_key, env="SGP_API_KEY", argument="api_key", client="Scale")}
     account_id = from_env(account_id, "SGP_ACCOUNT_ID")
     if account_id:
-        headers["x-selected-account-id"] = account_id
+        headers["x-selected-account-id"] = header_value(account_id, "account_id (or SGP_ACCOUNT_ID)")
     return Settings(from_env(base_url, "SGP_CLIENT_BASE_URL", DEFAULT_BASE_URL) or DEFAULT_BASE_URL, headers)
 
 
@@ -79,8 +80,10 @@ class Scale(SyncClient):
 
     Arguments left out come from the environment: ``SGP_API_KEY`` (required), ``SGP_ACCOUNT_ID``
     (sent as ``x-selected-account-id``), ``SGP_CLIENT_BASE_URL``. ``timeout`` applies to each
-    attempt; failed requests are retried up to ``max_retries`` times. ``http_client`` replaces the
-    connection pool (proxies, custom transports); the client closes it on ``close()``.
+    attempt; failed requests are retried up to ``max_retries`` times. ``default_headers`` go on
+    every request. ``limits`` sizes the connection pool (default: no cap on connections, 1000 kept
+    alive); ``http_client`` replaces the pool, with its own proxy and TLS settings (the client
+    closes it on ``close()``). See README, "Networks".
     """
 
     _wire: ScaleWire
@@ -94,8 +97,18 @@ class Scale(SyncClient):
         timeout: Timeout = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
         http_client: httpx.Client | None = None,
+        limits: httpx.Limits | None = None,
+        default_headers: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(_wire(), _settings(api_key, account_id, base_url), timeout, max_retries, http_client)
+        super().__init__(
+            _wire(),
+            _settings(api_key, account_id, base_url),
+            timeout,
+            max_retries,
+            http_client,
+            limits,
+            default_headers,
+        )
 
     def complete(self, model: str, prompt: str, **params: Unpack[ScaleParams]) -> Completion:
         """Complete ``prompt`` with the deployment ``model``."""
@@ -117,9 +130,10 @@ class Scale(SyncClient):
 class AsyncScale(AsyncClient):
     """The async ``Scale``: the same methods, awaited; ``stream`` and ``complete_many`` are async iterators.
 
-    By default it runs on httpx-aiohttp's transport, much faster than httpx's own pool under
-    concurrency; pass ``http_client=httpx.AsyncClient(...)`` to choose another. Use it within one
-    event loop, and ``await client.close()`` (or ``async with``) when done.
+    By default ``complete`` posts on an aiohttp fast lane, much faster than httpx's own pool under
+    concurrency, unless a proxy, a mock or a tracer needs httpx (README, "Networks"); pass
+    ``http_client=httpx.AsyncClient(...)`` to choose the pool yourself. Use it within one event
+    loop, and ``await client.close()`` (or ``async with``) when done.
     """
 
     _wire: ScaleWire
@@ -133,8 +147,18 @@ class AsyncScale(AsyncClient):
         timeout: Timeout = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
         http_client: httpx.AsyncClient | None = None,
+        limits: httpx.Limits | None = None,
+        default_headers: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(_wire(), _settings(api_key, account_id, base_url), timeout, max_retries, http_client)
+        super().__init__(
+            _wire(),
+            _settings(api_key, account_id, base_url),
+            timeout,
+            max_retries,
+            http_client,
+            limits,
+            default_headers,
+        )
 
     async def complete(self, model: str, prompt: str, **params: Unpack[ScaleParams]) -> Completion:
         """Complete ``prompt`` with the deployment ``model``."""

@@ -1,6 +1,7 @@
-"""Switches for the tests of code that uses the clients: ``set_testing(True)`` skips retry waits.
+"""Switches for your own tests: ``set_testing(True)`` makes retries wait for nothing.
 
-Retries are still made and logged, with the delay they would have waited.
+With testing on, a retried call is still retried, and still logs ``retrying ... in 1.23s`` at INFO
+with the delay it would have waited, but it does not wait (as stamina's ``set_testing``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ _testing = False
 
 
 def set_testing(enabled: bool) -> None:
-    """Turn testing mode on (retry waits are skipped) or off."""
+    """Turn testing mode on (retry waits are skipped) or off (they are slept, the default)."""
     global _testing
     _testing = bool(enabled)
 

@@ -22,7 +22,7 @@ __all__ = ["import_rows"]
 
 ROOT = Path(__file__).resolve().parents[2]
 _ENV = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
-HEAVY = ("aiohttp", "httpx_aiohttp", "starlette", "uvicorn", "tqdm", "yaml", "wrapper.sandbox")
+HEAVY = ("aiohttp", "starlette", "uvicorn", "tqdm", "yaml", "wrapper.sandbox")
 
 
 def _child_cpu_ms(code: str) -> Callable[[], float]:

@@ -10,11 +10,10 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
-from unittest import mock
 
 import httpx
+from helpers import retry_waits
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -384,15 +383,7 @@ def test_gradient_broken_bodies_give_a_result_or_a_typed_error(
 # -- retries -------------------------------------------------------------------------------------------------
 
 
-@contextmanager
-def _no_waiting() -> Iterator[list[float]]:
-    waits: list[float] = []
-
-    async def asleep(seconds: float) -> None:
-        waits.append(seconds)
-
-    with mock.patch.object(_retry, "_sleep", waits.append), mock.patch.object(_retry, "_asleep", asleep):
-        yield waits
+_no_waiting = retry_waits
 
 
 class Sequence:

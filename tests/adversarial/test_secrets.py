@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from wrapper import _retry
+from wrapper import testing
 from wrapper.errors import APIError, APIResponseValidationError, APIStatusError
 from wrapper.sandbox import Sandbox
 
@@ -57,19 +57,17 @@ class Seen:
 
 
 @pytest.fixture
-def seen(caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> Iterator[Seen]:
+def seen(caplog: pytest.LogCaptureFixture) -> Iterator[Seen]:
     """A ``Seen`` that also gets every log record (DEBUG and up, all loggers) once the test has run."""
-
-    async def no_wait(_: float) -> None:
-        return None
-
-    monkeypatch.setattr(_retry, "_sleep", lambda _: None)
-    monkeypatch.setattr(_retry, "_asleep", no_wait)
+    testing.set_testing(True)  # retries do not wait
     caplog.set_level(logging.DEBUG)
     for name in ("wrapper", "httpx", "httpcore", "aiohttp", "asyncio", "uvicorn", "uvicorn.error"):
         caplog.set_level(logging.DEBUG, logger=name)
     found = Seen()
-    yield found
+    try:
+        yield found
+    finally:
+        testing.set_testing(False)
     formatter = logging.Formatter("%(name)s %(levelname)s %(message)s")
     records = caplog.get_records("call")
     found.texts += [formatter.format(record) for record in records]

@@ -1,0 +1,273 @@
+"""Edges of the clients: malformed Scale bodies, header-unsafe settings, debug logging on the fast lane,
+and pools that never make a request wait for a connection."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import pytest
+from conftest import CLASSES, CREDENTIALS, LocalServer, call, json_reply, scale_body
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from wrapper.errors import APIConnectionError, APIResponseValidationError, InternalServerError
+from wrapper.sandbox import Sandbox
+from wrapper.scale import AsyncScale, Scale
+
+# --- a malformed Scale body fails at complete(), never later from .raw ---------------------------------
+
+BAD_COMPLETIONS = [
+    {"completions": [["p", ["x"]], 5]},
+    {"completions": [["p", ["x"]], None]},
+    {"completions": "abc"},
+    {"completions": [["p", ["x"]]], "choices": None},
+    {"completions": [["p", ["x"]]], "choices": 0},
+]
+
+
+@pytest.mark.parametrize("body", BAD_COMPLETIONS)
+async def test_a_malformed_body_fails_at_complete(
+    make_client: Any, server: LocalServer, mode: str, body: dict[str, Any]
+) -> None:
+    """Over a socket: the sync client, and the async one on its fast lane."""
+    server.script(json_reply(200, body))
+    client = make_client("scale", mode, base_url=server.url, max_retries=0)
+    with pytest.raises(APIResponseValidationError) as caught:
+        await call(client.complete("m", "p"))
+    assert json.loads(caught.value.text) == body
+
+
+@pytest.mark.parametrize("body", BAD_COMPLETIONS)
+async def test_a_malformed_stream_event_fails_in_the_stream(
+    make_client: Any, mode: str, body: dict[str, Any]
+) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        events = f"data: {json.dumps(scale_body('ok'))}\n\ndata: {json.dumps(body)}\n\n"
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, text=events)
+
+    received: list[str] = []
+    with pytest.raises(APIResponseValidationError):
+        await _drain(make_client("scale", mode, handler).stream("m", "p"), received)
+    assert received == ["ok"]
+
+
+async def _drain(stream: Any, received: list[str]) -> None:
+    if hasattr(stream, "__aiter__"):
+        async for chunk in stream:
+            received.append(chunk.text)
+    else:
+        received.extend(chunk.text for chunk in stream)
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+SCALE_FIELDS = st.fixed_dictionaries(
+    {"completions": JSON},
+    optional={
+        "choices": JSON,
+        "finish_reason": JSON,
+        "prompt_tokens": JSON,
+        "response_tokens": JSON,
+    },
+)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    body=SCALE_FIELDS
+    | st.fixed_dictionaries({"completions": st.lists(st.lists(JSON, max_size=3), max_size=3)})
+)
+def test_whenever_complete_returns_raw_builds(body: dict[str, Any]) -> None:
+    """Any JSON object with ``completions``: complete() raises the validation error, or ``raw`` builds."""
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, json=body))
+    with Scale(
+        api_key="k", base_url="https://api.test", http_client=httpx.Client(transport=transport)
+    ) as scale:
+        try:
+            result = scale.complete("m", "p")
+        except APIResponseValidationError:
+            return
+    assert result.raw.completions == body["completions"]
+
+
+# --- settings that would break an HTTP header are refused when the client is built ----------------------
+
+
+SETTINGS = [
+    ("scale", "api_key", "SGP_API_KEY"),
+    ("scale", "account_id", "SGP_ACCOUNT_ID"),
+    ("gradient", "access_token", "GRADIENT_ACCESS_TOKEN"),
+    ("gradient", "workspace_id", "GRADIENT_WORKSPACE_ID"),
+]
+UNSAFE = ["secret\r\nX-Injected: 1", "secret\n", "sec\x00ret", "sec\x7fret", "sec\tret", "sécret"]
+
+
+@pytest.mark.usefixtures("clean_env")
+@pytest.mark.parametrize(("provider", "argument", "env"), SETTINGS)
+@pytest.mark.parametrize("value", UNSAFE)
+@pytest.mark.parametrize("is_async", [False, True])
+def test_unsafe_settings_are_refused_at_build(
+    provider: str, argument: str, env: str, value: str, is_async: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cls = CLASSES[provider][is_async]
+    with pytest.raises(ValueError, match=rf"^{argument} \(or {env}\) must be printable ASCII") as caught:
+        cls(**{**CREDENTIALS[provider], argument: value})
+    assert value not in str(caught.value)  # it may be a secret
+    if "\x00" in value:
+        return  # no environment variable can hold a NUL
+    monkeypatch.setenv(env, value)  # from the environment too
+    with pytest.raises(ValueError, match=rf"^{argument} \(or {env}\)"):
+        cls(**{name: v for name, v in CREDENTIALS[provider].items() if name != argument})
+
+
+@pytest.mark.usefixtures("clean_env")
+@pytest.mark.parametrize("cls", [Scale, AsyncScale])
+@pytest.mark.parametrize(
+    ("headers", "message"),
+    [
+        ({"X-Team": "a\r\nb"}, r"default_headers\['X-Team'\] must be printable ASCII"),
+        ({"X Team": "a"}, "not a valid HTTP header name"),
+        ({"X-Team:": "a"}, "not a valid HTTP header name"),
+        ({"X-Team": 5}, r"default_headers\['X-Team'\] must be a string"),
+        ([("X-Team", "a")], "default_headers must be a mapping"),
+    ],
+)
+def test_unsafe_default_headers_are_refused(cls: Any, headers: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        cls(api_key="k", default_headers=headers)
+
+
+# --- debug logging does not change the path a request takes -------------------------------------------
+
+
+@pytest.fixture
+def httpx_send_forbidden(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail any request sent through ``httpx.AsyncClient.send``: only the fast lane can succeed."""
+
+    async def forbidden(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("sent through httpx, not the fast lane")
+
+    monkeypatch.setattr(httpx.AsyncClient, "send", forbidden)
+
+
+@pytest.mark.usefixtures("httpx_send_forbidden")
+async def test_debug_logging_happens_on_the_fast_lane(
+    make_client: Any, server: LocalServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.script(json_reply(503, {"detail": "busy"}), json_reply(200, scale_body("fast")))
+    client = make_client("scale", "async", base_url=server.url, max_retries=0)
+    with caplog.at_level(logging.DEBUG, logger="wrapper"):
+        with pytest.raises(InternalServerError):
+            await client.complete("m", "p")
+        assert (await client.complete("m", "p")).text == "fast"
+    assert len(server.requests) == 2
+    messages = [r.getMessage() for r in caplog.records if r.name == "wrapper" and r.levelno == logging.DEBUG]
+    assert [m.split(" in ")[0] for m in messages] == [
+        f"POST {server.url}/v4/models/m/completions -> 503",
+        f"POST {server.url}/v4/models/m/completions -> 200",
+    ]
+    assert all("'x-api-key': '<redacted>'" in m for m in messages)
+
+
+@pytest.mark.usefixtures("httpx_send_forbidden")
+async def test_a_failure_on_the_fast_lane_is_logged(
+    make_client: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    client = make_client("scale", "async", base_url=f"http://127.0.0.1:{port}", max_retries=0)
+    with caplog.at_level(logging.DEBUG, logger="wrapper"), pytest.raises(APIConnectionError):
+        await client.complete("m", "p")
+    (record,) = [r for r in caplog.records if r.name == "wrapper"]
+    assert f"POST http://127.0.0.1:{port}/v4/models/m/completions failed after" in record.getMessage()
+
+
+# --- pools: concurrency N is N requests in flight, and limits caps it ------------------------------------
+
+
+IN_FLIGHT = 150  # above httpx's default pool of 100
+
+
+def all_at_once(parties: int) -> Any:
+    """A ``LocalServer`` reply that answers only once ``parties`` requests are open at the same time
+    (else, after 20 s, 503): it succeeds only if no client made a request wait for a connection."""
+    barrier = threading.Barrier(parties, timeout=20)
+
+    def reply(handler: Any) -> None:
+        try:
+            barrier.wait()
+        except threading.BrokenBarrierError:
+            json_reply(503, {"detail": "not all in flight"})(handler)
+        else:
+            json_reply(200, scale_body())(handler)
+
+    return reply
+
+
+@pytest.mark.timeout(60)
+async def test_default_pools_put_every_request_in_flight(
+    make_client: Any, server: LocalServer, mode: str
+) -> None:
+    server.script(all_at_once(IN_FLIGHT))
+    client = make_client("scale", mode, base_url=server.url, timeout=30, max_retries=0)
+    if mode == "async":
+        results = await asyncio.gather(*(client.complete("m", "p") for _ in range(IN_FLIGHT)))
+    else:
+        with ThreadPoolExecutor(IN_FLIGHT) as threads:  # many threads sharing one client
+            futures = [threads.submit(client.complete, "m", "p") for _ in range(IN_FLIGHT)]
+            results = await asyncio.to_thread(lambda: [future.result() for future in futures])
+    assert [r.text for r in results] == ["Paris"] * IN_FLIGHT
+
+
+@pytest.fixture(scope="module")
+def slow_sandbox() -> Iterator[Sandbox]:
+    with Sandbox(seed=0) as sb:
+        yield sb
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("is_async", [False, True])
+async def test_limits_cap_the_connections(slow_sandbox: Sandbox, is_async: bool) -> None:
+    requests, limits = 8, httpx.Limits(max_connections=3)
+    slow_sandbox.reset_stats()
+    slow_sandbox.inject(delay=0.5, count=requests, api="scale")
+    client = (AsyncScale if is_async else Scale)(
+        api_key="k", base_url=slow_sandbox.scale_base_url, timeout=30, max_retries=0, limits=limits
+    )
+    try:
+        if is_async:
+            await asyncio.gather(
+                *(client.complete("llama-3-8b-instruct", "Alice", max_tokens=1) for _ in range(requests))
+            )
+        else:
+            with ThreadPoolExecutor(requests) as threads:
+                futures = [
+                    threads.submit(client.complete, "llama-3-8b-instruct", "Alice", max_tokens=1)
+                    for _ in range(requests)
+                ]
+                await asyncio.to_thread(lambda: [future.result() for future in futures])
+    finally:
+        await call(client.close())
+    stats = slow_sandbox.stats()
+    assert (stats.requests, stats.max_in_flight) == (requests, 3)
+
+
+@pytest.mark.parametrize(("cls", "http"), [(Scale, httpx.Client), (AsyncScale, httpx.AsyncClient)])
+async def test_limits_with_your_own_http_client_is_refused(cls: Any, http: Any) -> None:
+    mine = http()
+    with pytest.raises(ValueError, match="limits applies to the client's own pool"):
+        cls(api_key="k", http_client=mine, limits=httpx.Limits(max_connections=5))
+    await call(mine.aclose() if isinstance(mine, httpx.AsyncClient) else mine.close())

@@ -1,0 +1,385 @@
+"""One network behaviour on every path: sync, async on its default pools, async on a user's httpx.AsyncClient.
+
+Each check runs the same scenario through the three paths and asserts the same outcome: proxies from
+the environment (a real forward proxy, below) and NO_PROXY, a CA bundle from SSL_CERT_FILE against the
+sandbox served over TLS, timeouts and refused connections, the User-Agent and default headers, a
+redirect, and bodies of several MB.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import re
+import selectors
+import socket
+import socketserver
+import threading
+import time
+import urllib.parse
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+import trustme
+import uvicorn
+from conftest import (
+    CLASSES,
+    CREDENTIALS,
+    GRADIENT_BODY,
+    LocalServer,
+    call,
+    collect,
+    json_reply,
+    scale_body,
+    sse_reply,
+)
+
+from wrapper.errors import APIConnectionError, APIStatusError, APITimeoutError
+from wrapper.sandbox import Sandbox
+
+PATHS = ["sync", "async", "async-user"]
+NETWORK_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR")
+SCALE_MODEL = "llama-3-8b-instruct"
+
+
+@pytest.fixture(params=PATHS)
+def path(request: pytest.FixtureRequest) -> str:
+    """Sync client; async client on its own pools; async client on a user's ``httpx.AsyncClient``."""
+    return str(request.param)
+
+
+@pytest.fixture
+def net_env(monkeypatch: pytest.MonkeyPatch, clean_env: None) -> pytest.MonkeyPatch:
+    """No proxy or CA setting from the machine running the tests; set them with the returned monkeypatch."""
+    for name in NETWORK_VARS:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    return monkeypatch
+
+
+@pytest.fixture
+async def net_client(net_env: pytest.MonkeyPatch) -> AsyncIterator[Callable[..., Any]]:
+    """``net_client(provider, path, base_url, **options)``: a client built now (from the environment as it
+    is now), without retries and with a 10 s timeout unless given; closed after the test.
+
+    On the ``async-user`` path the user's ``httpx.AsyncClient(**user_options)`` is built now too, so it
+    reads the same environment (httpx's ``trust_env``).
+    """
+    opened: list[Any] = []
+
+    def make(
+        provider: str, path: str, base_url: str, user_options: dict[str, Any] | None = None, **options: Any
+    ) -> Any:
+        if path == "async-user":
+            options["http_client"] = httpx.AsyncClient(**(user_options or {}))
+        options.setdefault("timeout", 10.0)
+        options.setdefault("max_retries", 0)
+        client = CLASSES[provider][path != "sync"](**CREDENTIALS[provider], base_url=base_url, **options)
+        opened.append(client)
+        return client
+
+    yield make
+    for client in opened:
+        await call(client.close())
+
+
+# --- a real forward proxy: absolute-URI HTTP requests and CONNECT tunnels ---------------------------------
+
+
+class ForwardProxy:
+    """A minimal HTTP forward proxy on a free local port; ``seen`` records each ``(method, target)``."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+        self._server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _ProxyHandler)
+        self._server.daemon_threads = True
+        self._server.proxy = self  # type: ignore[attr-defined]
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05})
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def __enter__(self) -> ForwardProxy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+
+class _ProxyHandler(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        line = self.rfile.readline(65537)
+        if not line:
+            return
+        method, target, version = line.decode("latin-1").split()
+        headers: list[bytes] = []
+        while (header := self.rfile.readline(65537)) not in (b"\r\n", b"\n", b""):
+            headers.append(header)
+        self.server.proxy.seen.append((method, target))  # type: ignore[attr-defined]
+        if method == "CONNECT":
+            host, _, port = target.rpartition(":")
+            with socket.create_connection((host, int(port)), timeout=10) as upstream:
+                self.wfile.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                self._tunnel(upstream)
+            return
+        url = urllib.parse.urlsplit(target)
+        length = next(
+            (int(h.split(b":", 1)[1]) for h in headers if h.lower().startswith(b"content-length:")), 0
+        )
+        body = self.rfile.read(length)
+        kept = [h for h in headers if not h.lower().startswith((b"proxy-", b"connection:"))]
+        origin = (url.path or "/") + (f"?{url.query}" if url.query else "")
+        with socket.create_connection((url.hostname or "", url.port or 80), timeout=10) as upstream:
+            head = f"{method} {origin} {version}\r\n".encode() + b"".join(kept) + b"Connection: close\r\n\r\n"
+            upstream.sendall(head + body)
+            while data := upstream.recv(65536):  # the origin closes once it has answered
+                self.wfile.write(data)
+
+    def _tunnel(self, upstream: socket.socket) -> None:
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.connection, selectors.EVENT_READ, upstream)
+            selector.register(upstream, selectors.EVENT_READ, self.connection)
+            while True:
+                for key, _ in selector.select(timeout=10):
+                    data = key.fileobj.recv(65536)  # type: ignore[union-attr]
+                    if not data:
+                        return
+                    key.data.sendall(data)
+
+
+@pytest.fixture
+def proxy() -> Iterator[ForwardProxy]:
+    with ForwardProxy() as running:
+        yield running
+
+
+# --- the sandbox over TLS, with a certificate from a throwaway CA -----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tls_ca() -> trustme.CA:
+    return trustme.CA()
+
+
+@pytest.fixture(scope="module")
+def tls_sandbox(tls_ca: trustme.CA) -> Iterator[str]:
+    """The sandbox on ``https://127.0.0.1:PORT``, its certificate signed by ``tls_ca``."""
+    cert = tls_ca.issue_cert("127.0.0.1", "localhost")
+    with cert.private_key_and_cert_chain_pem.tempfile() as pem, socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(128)
+        config = uvicorn.Config(
+            Sandbox(seed=0).app, lifespan="off", log_config=None, log_level="warning",
+            ssl_certfile=pem, ssl_keyfile=pem, timeout_graceful_shutdown=2,
+        )  # fmt: skip
+        server = uvicorn.Server(config)
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        while not server.started:
+            assert thread.is_alive(), "the TLS sandbox did not start"
+            thread.join(0.01)
+        try:
+            yield f"https://127.0.0.1:{sock.getsockname()[1]}"
+        finally:
+            server.should_exit = True
+            thread.join()
+
+
+@pytest.fixture
+def ca_file(tls_ca: trustme.CA) -> Iterator[str]:
+    with tls_ca.cert_pem.tempfile() as path:
+        yield path
+
+
+# --- proxies ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variable", ["HTTP_PROXY", "http_proxy", "ALL_PROXY"])
+async def test_requests_go_through_the_proxy_in_the_environment(
+    net_client: Any,
+    net_env: pytest.MonkeyPatch,
+    proxy: ForwardProxy,
+    server: LocalServer,
+    path: str,
+    variable: str,
+) -> None:
+    net_env.setenv(variable, proxy.url)
+    server.script(json_reply(200, scale_body("proxied")))
+    client = net_client("scale", path, server.url)
+    assert (await call(client.complete("m", "p"))).text == "proxied"
+    assert proxy.seen == [("POST", f"{server.url}/v4/models/m/completions")]
+    assert len(server.requests) == 1
+
+
+async def test_no_proxy_sends_directly(
+    net_client: Any, net_env: pytest.MonkeyPatch, proxy: ForwardProxy, server: LocalServer, path: str
+) -> None:
+    net_env.setenv("HTTP_PROXY", proxy.url)
+    net_env.setenv("NO_PROXY", "127.0.0.1")
+    client = net_client("scale", path, server.url)
+    assert (await call(client.complete("m", "p"))).text == "Paris"
+    assert proxy.seen == []
+    assert len(server.requests) == 1
+
+
+async def test_https_through_the_proxy_is_a_connect_tunnel(
+    net_client: Any,
+    net_env: pytest.MonkeyPatch,
+    proxy: ForwardProxy,
+    tls_sandbox: str,
+    ca_file: str,
+    path: str,
+) -> None:
+    net_env.setenv("HTTPS_PROXY", proxy.url)
+    net_env.setenv("SSL_CERT_FILE", ca_file)
+    client = net_client("scale", path, tls_sandbox)
+    assert (await call(client.complete(SCALE_MODEL, "Alice", max_tokens=3))).response_tokens == 3
+    chunks = await collect(client.stream(SCALE_MODEL, "Alice", max_tokens=3))
+    assert chunks[-1].finish_reason == "length"
+    assert set(proxy.seen) == {("CONNECT", tls_sandbox.removeprefix("https://"))}  # one tunnel or two
+
+
+# --- TLS: the CA bundle from the environment ---------------------------------------------------------------
+
+
+async def test_a_ca_bundle_from_ssl_cert_file_is_trusted(
+    net_client: Any, net_env: pytest.MonkeyPatch, tls_sandbox: str, ca_file: str, path: str
+) -> None:
+    net_env.setenv("SSL_CERT_FILE", ca_file)
+    client = net_client("scale", path, tls_sandbox)
+    result = await call(client.complete(SCALE_MODEL, "Alice", max_tokens=4))
+    assert result.response_tokens == 4
+    chunks = await collect(client.stream(SCALE_MODEL, "Alice", max_tokens=4))
+    assert chunks[-1].response_tokens == 4
+
+
+async def test_an_unknown_ca_is_refused(net_client: Any, tls_sandbox: str, path: str) -> None:
+    client = net_client("scale", path, tls_sandbox)
+    with pytest.raises(APIConnectionError) as caught:
+        await call(client.complete(SCALE_MODEL, "Alice", max_tokens=4))
+    assert type(caught.value) is APIConnectionError
+    assert "CERTIFICATE_VERIFY_FAILED" in str(caught.value)
+
+
+# --- timeouts and refused connections ----------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def full_backlog() -> Iterator[str]:
+    """A listening socket that never accepts, its backlog filled: a new connection hangs in connect()."""
+    with socket.socket() as listener, contextlib.ExitStack() as stack:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        address = listener.getsockname()
+        for _ in range(16):
+            filler = stack.enter_context(socket.socket())
+            filler.settimeout(0.2)
+            try:
+                filler.connect(address)
+            except TimeoutError:
+                break
+        else:
+            pytest.fail("could not fill the listening socket's backlog")
+        yield f"http://127.0.0.1:{address[1]}"
+
+
+async def test_a_connect_timeout(net_client: Any, path: str) -> None:
+    with full_backlog() as url:
+        client = net_client("scale", path, url, timeout=httpx.Timeout(10.0, connect=0.2))
+        with pytest.raises(APITimeoutError):
+            await call(client.complete("m", "p"))
+
+
+async def test_a_read_timeout(net_client: Any, server: LocalServer, path: str) -> None:
+    def slow(handler: Any) -> None:
+        time.sleep(0.5)
+        json_reply(200, scale_body())(handler)
+
+    server.script(slow)
+    client = net_client("scale", path, server.url, timeout=httpx.Timeout(10.0, read=0.1))
+    with pytest.raises(APITimeoutError):
+        await call(client.complete("m", "p"))
+
+
+async def test_a_refused_connection(net_client: Any, path: str) -> None:
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    client = net_client("scale", path, f"http://127.0.0.1:{port}")
+    with pytest.raises(APIConnectionError) as caught:
+        await call(client.complete("m", "p"))
+    assert type(caught.value) is APIConnectionError
+
+
+# --- headers -----------------------------------------------------------------------------------------------
+
+
+def expected_user_agent() -> re.Pattern[str]:
+    try:
+        version = re.escape(importlib.metadata.version("completion-clients"))
+    except importlib.metadata.PackageNotFoundError:
+        version = "0"
+    return re.compile(rf"completion-clients/{version} httpx/{re.escape(httpx.__version__)}")
+
+
+@pytest.mark.parametrize("provider", ["scale", "gradient"])
+async def test_user_agent_and_default_headers_on_every_request(
+    net_client: Any, server: LocalServer, path: str, provider: str
+) -> None:
+    reply = json_reply(200, scale_body() if provider == "scale" else GRADIENT_BODY)
+    events = ['data: {"completions": [["p", ["Hi"]]], "finish_reason": "stop"}']
+    server.script(reply, sse_reply(events) if provider == "scale" else reply, reply)
+    base_url = server.url if provider == "scale" else server.url + "/api"
+    client = net_client(provider, path, base_url, default_headers={"X-Team": "search", "X-Trace": "t-1"})
+    await call(client.complete("m", "p"))
+    await collect(client.stream("m", "p"))
+    await call(client.with_options(max_retries=1).complete("m", "p"))
+    assert len(server.requests) == 3
+    for _, _, headers, _ in server.requests:
+        assert expected_user_agent().fullmatch(headers["user-agent"]), headers["user-agent"]
+        assert (headers["x-team"], headers["x-trace"]) == ("search", "t-1")
+
+
+async def test_default_headers_do_not_replace_credentials(
+    net_client: Any, server: LocalServer, path: str
+) -> None:
+    client = net_client(
+        "scale", path, server.url, default_headers={"x-api-key": "other", "User-Agent": "mine/1"}
+    )
+    await call(client.complete("m", "p"))
+    headers = server.requests[0][2]
+    assert (headers["x-api-key"], headers["user-agent"]) == (CREDENTIALS["scale"]["api_key"], "mine/1")
+
+
+# --- redirects and large bodies ----------------------------------------------------------------------------
+
+
+async def test_a_redirect_is_not_followed(net_client: Any, server: LocalServer, path: str) -> None:
+    server.script(
+        json_reply(307, {"detail": "moved"}, {"location": f"{server.url}/elsewhere"}),
+        json_reply(200, scale_body("must not be asked")),
+    )
+    # The user's client would follow redirects on its own; the clients never do (credentials would go along).
+    client = net_client("scale", path, server.url, user_options={"follow_redirects": True}, max_retries=2)
+    with pytest.raises(APIStatusError) as caught:
+        await call(client.complete("m", "p"))
+    assert type(caught.value) is APIStatusError
+    assert caught.value.status_code == 307
+    assert f"redirect to {server.url}/elsewhere not followed" in str(caught.value)
+    assert len(server.requests) == 1
+
+
+async def test_bodies_of_several_megabytes(net_client: Any, server: LocalServer, path: str) -> None:
+    answer, prompt = "word " * 1_200_000, "prompt " * 700_000  # 6 MB and 4.9 MB
+    server.script(json_reply(200, scale_body(answer)))
+    client = net_client("scale", path, server.url)
+    result = await call(client.complete("m", prompt))
+    assert result.text == answer
+    assert server.requests[0][3] == {"prompt": prompt}
