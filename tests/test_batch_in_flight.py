@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterator
 
 import pytest
@@ -12,10 +11,6 @@ from wrapper.sandbox import Sandbox
 from wrapper.scale import AsyncScale, Scale
 
 SCALE_MODEL = "llama-3-8b-instruct"
-POOLS_SIZED = "limits" in inspect.signature(Scale).parameters  # clients whose pools have no connection cap
-pools_sized = pytest.mark.xfail(
-    not POOLS_SIZED, reason="the default connection pools cap requests in flight at 100", strict=True
-)
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +30,6 @@ def held(busy_sandbox: Sandbox) -> Iterator[Sandbox]:
     busy_sandbox.clear_faults()
 
 
-@pools_sized
 def test_sync_batch_has_150_in_flight(held: Sandbox) -> None:
     with Scale(api_key="k", account_id="a", base_url=held.scale_base_url, timeout=10) as scale:
         results = list(scale.complete_many(SCALE_MODEL, ["p"] * 150, concurrency=150, max_tokens=1))
@@ -43,7 +37,6 @@ def test_sync_batch_has_150_in_flight(held: Sandbox) -> None:
     assert held.stats().max_in_flight == 150
 
 
-@pools_sized
 async def test_async_batch_has_150_in_flight(held: Sandbox) -> None:
     async with AsyncScale(api_key="k", account_id="a", base_url=held.scale_base_url, timeout=10) as scale:
         results = [
@@ -53,9 +46,6 @@ async def test_async_batch_has_150_in_flight(held: Sandbox) -> None:
     assert held.stats().max_in_flight == 150
 
 
-@pytest.mark.xfail(
-    not POOLS_SIZED, reason="threads queue on a capped pool and may hang until the timeout", run=False
-)
 @pytest.mark.timeout(110)
 def test_sync_batch_of_600_at_200_never_hangs_or_errs() -> None:
     with (

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import inspect
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -14,6 +14,7 @@ from conftest import LocalServer, json_reply, scale_body
 
 from wrapper import BatchStats
 from wrapper._batch import acomplete_jobs
+from wrapper._pacing import BACKOFF, RECOVERY, SHARE, Pacer
 from wrapper.errors import RateLimitError
 from wrapper.gradient import AsyncGradient, Gradient
 from wrapper.sandbox import Sandbox
@@ -21,10 +22,6 @@ from wrapper.scale import AsyncScale, Scale
 from wrapper.testing import set_testing
 
 SCALE_MODEL = "llama-3-8b-instruct"
-SANDBOX_LIMITS = "rpm" in inspect.signature(Sandbox).parameters
-needs_sandbox_limits = pytest.mark.xfail(
-    not SANDBOX_LIMITS, reason="the sandbox does not enforce rate limits yet", strict=True
-)
 
 
 class Arrivals:
@@ -202,9 +199,8 @@ def test_a_429_caused_by_the_batchs_own_burst_costs_no_retry(server: LocalServer
     assert batch.stats.requests == 16 + batch.stats.completed
 
 
-@needs_sandbox_limits
 def test_adapts_to_a_server_limit_it_was_not_told(server: LocalServer) -> None:
-    with Sandbox(rpm=1200) as limited:  # type: ignore[call-arg]
+    with Sandbox(rpm=1200) as limited:
         with Gradient(
             access_token="t", workspace_id="w", base_url=limited.gradient_base_url, timeout=10
         ) as g:
@@ -213,13 +209,12 @@ def test_adapts_to_a_server_limit_it_was_not_told(server: LocalServer) -> None:
         sent = limited.stats()
     assert all(r.ok for r in results)
     assert len(results) == 300
-    assert batch.stats.rate_limited == sent.rate_limited  # type: ignore[attr-defined]
+    assert batch.stats.rate_limited == sent.rate_limited
     assert sent.rate_limited <= 0.15 * sent.requests  # few 429s after the first burst
 
 
-@needs_sandbox_limits
 async def test_paced_to_the_servers_limit_meets_no_429(server: LocalServer) -> None:
-    with Sandbox(rpm=1200) as limited:  # type: ignore[call-arg]
+    with Sandbox(rpm=1200) as limited:
         async with AsyncScale(
             api_key="k", account_id="a", base_url=limited.scale_base_url, timeout=10
         ) as scale:
@@ -227,4 +222,55 @@ async def test_paced_to_the_servers_limit_meets_no_429(server: LocalServer) -> N
             results = [r async for r in batch]
         sent = limited.stats()
     assert all(r.ok for r in results)
-    assert sent.rate_limited <= 1  # type: ignore[attr-defined]
+    assert sent.rate_limited <= 1
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _answer(pacer: Pacer, clock: Clock, seconds: float, per_second: int, every_nth_429: int | None) -> None:
+    """``per_second`` answers a second for ``seconds``, each ``every_nth_429``-th of them a 429."""
+    for i in range(int(seconds * per_second)):
+        clock.now += 1 / per_second
+        if every_nth_429 and i % every_nth_429 == 0:
+            pacer.slow_down(0.001)
+        else:
+            pacer.correct(1, 1)
+
+
+def test_a_steady_few_429s_whatever_the_pace_never_slow_the_batch() -> None:
+    clock = Clock()
+    pacer = Pacer(clock=clock)
+    _answer(pacer, clock, seconds=60, per_second=100, every_nth_429=int(1 / (SHARE / 2)))
+    assert pacer.requests_per_minute == math.inf
+
+
+def test_a_limit_cuts_at_most_once_a_second_to_below_what_got_through_then_recovers() -> None:
+    clock = Clock()
+    pacer = Pacer(clock=clock)
+    _answer(pacer, clock, seconds=0.5, per_second=100, every_nth_429=None)  # 50 get through
+    _answer(pacer, clock, seconds=0.5, per_second=100, every_nth_429=2)  # then half are refused
+    first = pacer.requests_per_minute / 60
+    assert 50 / 2 <= first <= 60 / 2 * (1 + RECOVERY)  # half what got through (INTERVAL, 1 s), grown since
+    _answer(pacer, clock, seconds=0.5, per_second=100, every_nth_429=2)
+    assert pacer.requests_per_minute / 60 < first * (1 + RECOVERY)  # grown a little: no cut within a second
+    _answer(pacer, clock, seconds=1.0, per_second=20, every_nth_429=2)  # still refused a second later
+    second = pacer.requests_per_minute / 60
+    assert first / 2 <= second <= BACKOFF * first * (1 + 2 * RECOVERY)  # cut again, by at most half
+    _answer(pacer, clock, seconds=10, per_second=10, every_nth_429=None)  # the 429s stop
+    assert pacer.requests_per_minute / 60 >= second * (1 + 9 * RECOVERY)  # grows back
+
+
+def test_a_pause_resumes_evenly_not_in_a_burst() -> None:
+    clock = Clock()
+    pacer = Pacer(requests_per_minute=600, adaptive=False, clock=clock)
+    pacer.slow_down(1.0)
+    waits = [pacer.reserve(1) for _ in range(5)]
+    assert waits == pytest.approx([1.1, 1.2, 1.3, 1.4, 1.5])  # one every 0.1 s once the pause is over
