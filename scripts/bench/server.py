@@ -9,7 +9,8 @@ until stdin closes (so it never outlives the process that started it).
   an SSE stream of ``--chunks`` events, one HTTP chunk each, the last carrying the token counts.
 - ``POST .../complete`` (Gradient): a ``CompleteModelSuccess``.
 
-``--delay SECONDS`` holds every answer that long (an LLM's latency), without blocking other requests.
+``--delay SECONDS`` holds every answer that long (an LLM's latency), without blocking other requests;
+``GET /in-flight`` then answers the most requests held at once since the last ``GET /in-flight``.
 """
 
 from __future__ import annotations
@@ -87,12 +88,33 @@ class _Answers:
         return self.not_found
 
 
+class _Held:
+    """The requests held for ``--delay`` now, and the most held at once since last asked."""
+
+    def __init__(self) -> None:
+        self.now = self.peak = 0
+
+    def hold(self) -> None:
+        self.now += 1
+        self.peak = max(self.peak, self.now)
+
+    def release(self, transport: asyncio.Transport, answer: bytes) -> None:
+        self.now -= 1
+        transport.write(answer)
+
+    def report(self) -> bytes:
+        """The peak as a JSON response; the count starts again from the requests held now."""
+        body, self.peak = json.dumps({"max_in_flight": self.peak}).encode(), self.now
+        return _response(body)
+
+
 class _Connection(asyncio.Protocol):
     """One keep-alive connection: split the byte stream into requests, answer each in order."""
 
-    def __init__(self, answers: _Answers, delay: float) -> None:
+    def __init__(self, answers: _Answers, delay: float, held: _Held) -> None:
         self._answers = answers
         self._delay = delay
+        self._held = held
         self._buffer = bytearray()
         self._transport: asyncio.Transport | None = None
 
@@ -112,17 +134,24 @@ class _Connection(asyncio.Protocol):
             body = bytes(buffer[end + 4 : total])
             del buffer[:total]
             assert self._transport is not None
-            if self._delay:
-                loop = asyncio.get_running_loop()
-                loop.call_later(self._delay, self._transport.write, self._answers.to(head, body))
+            if head.startswith(b"GET /in-flight "):
+                self._transport.write(self._held.report())
+            elif self._delay:
+                self._held.hold()
+                answer = self._answers.to(head, body)
+                asyncio.get_running_loop().call_later(
+                    self._delay, self._held.release, self._transport, answer
+                )
             else:
                 self._transport.write(self._answers.to(head, body))
 
 
 async def _serve(chunks: int, port: int, delay: float) -> None:
     loop = asyncio.get_running_loop()
-    answers = _Answers(chunks)
-    server = await loop.create_server(lambda: _Connection(answers, delay), "127.0.0.1", port, backlog=4096)
+    answers, held = _Answers(chunks), _Held()
+    server = await loop.create_server(
+        lambda: _Connection(answers, delay, held), "127.0.0.1", port, backlog=4096
+    )
     print(server.sockets[0].getsockname()[1], flush=True)
     stdin_closed = loop.run_in_executor(None, sys.stdin.buffer.read)
     async with server:
