@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-from helpers import wait_until
+from helpers import batch_threads, wait_until
 
 from wrapper import BatchResult, _retry
 from wrapper._batch import FORGIVEN_429S
@@ -139,7 +138,6 @@ async def test_async_gradient_batch_survives_chaos(fault_sandbox: Sandbox) -> No
 @pytest.mark.timeout(30)
 def test_a_final_error_stops_a_sync_batch_and_its_threads(fault_sandbox: Sandbox) -> None:
     """Without ``return_exceptions`` the first final error ends the batch: raised, its workers gone."""
-    threads = threading.active_count()
     fault_sandbox.inject(status=400, count=1, api="scale", rate=0.02)
     with sandbox_client(fault_sandbox, "scale", max_retries=1) as scale:
         results = scale.complete_many(MODELS["scale"], _prompts(), concurrency=16, ordered=True, max_tokens=2)
@@ -147,7 +145,7 @@ def test_a_final_error_stops_a_sync_batch_and_its_threads(fault_sandbox: Sandbox
             for _ in results:
                 pass
     assert fault_sandbox.stats().requests < PROMPTS
-    assert wait_until(lambda: threading.active_count() == threads)  # idle workers exit on their own
+    assert wait_until(lambda: not batch_threads())  # idle workers exit on their own
 
 
 @pytest.mark.timeout(30)
