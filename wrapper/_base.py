@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from httpx_sse import ServerSentEvent
 
     from ._aiohttp_lane import Lane
-    from ._batch import BatchResult
+    from ._batch import AsyncBatchIterator, BatchIterator
     from ._results import Completion, CompletionChunk, ResponseHeaders
 
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0)
@@ -308,9 +308,14 @@ class SyncClient(_ClientCore):
         concurrency: int = 16,
         ordered: bool = False,
         return_exceptions: bool = False,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
         **params: Any,
-    ) -> Generator[BatchResult, None, None]:
-        """``complete`` for each prompt with at most ``concurrency`` in flight: see ``wrapper._batch``."""
+    ) -> BatchIterator:
+        """``complete`` for each prompt, at most ``concurrency`` in flight, paced to the limits given.
+
+        Iterate for the results as they finish; ``.stats`` has the batch's figures. See ``wrapper._batch``.
+        """
         from . import _batch
 
         return _batch.complete_many(
@@ -320,6 +325,8 @@ class SyncClient(_ClientCore):
             concurrency=concurrency,
             ordered=ordered,
             return_exceptions=return_exceptions,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
             **params,
         )
 
@@ -437,9 +444,14 @@ class AsyncClient(_ClientCore):
         concurrency: int = 16,
         ordered: bool = False,
         return_exceptions: bool = False,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
         **params: Any,
-    ) -> AsyncGenerator[BatchResult, None]:
-        """``complete`` for each prompt, at most ``concurrency`` in flight; ``async for`` the results."""
+    ) -> AsyncBatchIterator:
+        """``complete`` for each prompt, at most ``concurrency`` in flight, paced to the limits given.
+
+        ``async for`` the results as they finish; ``.stats`` has the batch's figures.
+        """
         from . import _batch
 
         return _batch.acomplete_many(
@@ -449,6 +461,8 @@ class AsyncClient(_ClientCore):
             concurrency=concurrency,
             ordered=ordered,
             return_exceptions=return_exceptions,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
             **params,
         )
 

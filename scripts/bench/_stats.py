@@ -23,6 +23,17 @@ class Sizes:
     batch_small: int
     batch_large: int
     batch_runs: int
+    flight_prompts: int  # in-flight rows: prompts per batch, answered after flight_delay seconds
+    flight_async: int  # the async batch's concurrency
+    flight_sync: int  # the sync batch's concurrency
+    flight_sync_prompts: int
+    flight_delay: float
+    flight_runs: int  # runs of the async batch
+    flight_sync_runs: int  # runs of the sync batch (a hang or error in any fails the bench)
+    limit_rpm: int  # the sandbox's requests per minute in the rate-limit rows
+    paced_prompts: int
+    adaptive_prompts: int
+    adaptive_concurrency: int
 
 
 FULL = Sizes(
@@ -34,6 +45,17 @@ FULL = Sizes(
     batch_small=2000,
     batch_large=200_000,
     batch_runs=3,
+    flight_prompts=1500,
+    flight_async=500,
+    flight_sync=200,
+    flight_sync_prompts=600,
+    flight_delay=1.0,
+    flight_runs=3,
+    flight_sync_runs=20,
+    limit_rpm=1200,
+    paced_prompts=600,
+    adaptive_prompts=1200,
+    adaptive_concurrency=64,
 )
 QUICK = Sizes(
     requests=20,
@@ -44,6 +66,17 @@ QUICK = Sizes(
     batch_small=20,
     batch_large=200,
     batch_runs=1,
+    flight_prompts=40,
+    flight_async=20,
+    flight_sync=10,
+    flight_sync_prompts=20,
+    flight_delay=0.2,
+    flight_runs=1,
+    flight_sync_runs=2,
+    limit_rpm=6000,
+    paced_prompts=60,
+    adaptive_prompts=100,
+    adaptive_concurrency=8,
 )
 
 
@@ -83,8 +116,10 @@ def interleaved(runs: int, variants: Mapping[str, Callable[[], float]]) -> dict[
 class Row:
     """One line of the table: the wrapper's figure against a baseline's, and the target it must meet.
 
-    ``compare`` is ``"ratio"`` (wrapper / baseline <= target) or ``"delta"`` (wrapper - baseline <=
-    target); ``target`` None marks a row shown for information only.
+    ``compare`` is ``"ratio"`` (wrapper / baseline <= target), ``"delta"`` (wrapper - baseline <=
+    target), ``"floor"`` (wrapper / baseline >= target, judged on the worst run), ``"within"``
+    (wrapper / baseline within 1 +/- target) or ``"share"`` (wrapper / baseline <= target, shown as
+    a percentage); ``target`` None marks a row shown for information only.
     """
 
     name: str
@@ -100,11 +135,19 @@ class Row:
     def value(self) -> float:
         if self.compare == "delta":
             return self.wrapper.median - self.baseline.median
+        if self.compare == "floor":
+            return min(self.wrapper.samples) / self.baseline.median
         return self.wrapper.median / self.baseline.median
 
     @property
     def met(self) -> bool | None:
-        return None if self.target is None else self.value <= self.target
+        if self.target is None:
+            return None
+        if self.compare == "floor":
+            return self.value >= self.target
+        if self.compare == "within":
+            return abs(self.value - 1) <= self.target
+        return self.value <= self.target
 
     def as_json(self) -> dict[str, Any]:
         return {

@@ -20,7 +20,9 @@ from pathlib import Path
 from _stats import FULL, QUICK, Row, Sizes
 from row_async import async_rows
 from row_batch import batch_rows
+from row_flight import flight_rows
 from row_import import import_rows
+from row_limits import limit_rows
 from row_stream import stream_rows
 from row_sync import sync_rows
 from server import Server, serve, split_cpus
@@ -42,6 +44,12 @@ def _outcome(row: Row) -> tuple[str, str, str]:
     """The ratio (or difference), target and met? cells."""
     if row.compare == "delta":
         value, target = f"{row.value:+.1f} MB", f"≤ +{row.target:g} MB"
+    elif row.compare == "share":
+        value, target = f"{row.value:.1%}", f"≤ {row.target:.0%}"
+    elif row.compare == "floor":
+        value, target = f"{row.value:.2f}x (worst run)", f"≥ {row.target:g}x"
+    elif row.compare == "within":
+        value, target = f"{row.value:.2f}x", f"1 ± {row.target:g}x"
     else:
         value, target = f"{row.value:.2f}x", "—" if row.target is None else f"≤ {row.target:g}x"
     met = {None: "—", True: "yes", False: "**no**"}[row.met]
@@ -62,13 +70,21 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines + (["", *notes] if notes else []))
 
 
-def _groups(server: Server, sizes: Sizes) -> dict[str, Callable[[], list[Row]]]:
+def _flight(sizes: Sizes, cpus: set[int] | None) -> list[Row]:
+    """The in-flight rows, against a second server that holds every answer ``flight_delay`` seconds."""
+    with serve(2, cpus, delay=sizes.flight_delay) as slow:
+        return flight_rows(slow.url, sizes)
+
+
+def _groups(server: Server, sizes: Sizes, cpus: set[int] | None) -> dict[str, Callable[[], list[Row]]]:
     return {
         "sync": lambda: sync_rows(server.url, sizes),
         "async": lambda: async_rows(server, sizes),
         "stream": lambda: stream_rows(server.url, sizes),
         "import": lambda: import_rows(sizes),
         "batch": lambda: batch_rows(server.url, sizes),
+        "flight": lambda: _flight(sizes, cpus),
+        "limits": lambda: limit_rows(sizes),
     }
 
 
@@ -80,7 +96,12 @@ def main() -> None:
     parser.add_argument(
         "--json", type=Path, default=ROOT / "bench-results.json", help="where to write the results"
     )
-    parser.add_argument("--only", action="append", choices=["sync", "async", "stream", "import", "batch"])
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=["sync", "async", "stream", "import", "batch", "flight", "limits"],
+        help="run these rows only (repeatable)",
+    )
     args = parser.parse_args()
     sizes = QUICK if args.quick else FULL
     started = time.perf_counter()
@@ -89,7 +110,7 @@ def main() -> None:
         os.sched_setaffinity(0, client_cpus)
     rows: list[Row] = []
     with serve(sizes.chunks, server_cpus) as server:
-        for name, group in _groups(server, sizes).items():
+        for name, group in _groups(server, sizes, server_cpus).items():
             if args.only and name not in args.only:
                 continue
             group_started = time.perf_counter()

@@ -8,6 +8,9 @@ until stdin closes (so it never outlives the process that started it).
 - ``POST .../completions`` (Scale): a ``CompletionResponse``; with ``"stream": true`` in the body,
   an SSE stream of ``--chunks`` events, one HTTP chunk each, the last carrying the token counts.
 - ``POST .../complete`` (Gradient): a ``CompleteModelSuccess``.
+
+``--delay SECONDS`` holds every answer that long (an LLM's latency), without blocking other requests;
+``GET /in-flight`` then answers the most requests held at once since the last ``GET /in-flight``.
 """
 
 from __future__ import annotations
@@ -85,11 +88,33 @@ class _Answers:
         return self.not_found
 
 
+class _Held:
+    """The requests held for ``--delay`` now, and the most held at once since last asked."""
+
+    def __init__(self) -> None:
+        self.now = self.peak = 0
+
+    def hold(self) -> None:
+        self.now += 1
+        self.peak = max(self.peak, self.now)
+
+    def release(self, transport: asyncio.Transport, answer: bytes) -> None:
+        self.now -= 1
+        transport.write(answer)
+
+    def report(self) -> bytes:
+        """The peak as a JSON response; the count starts again from the requests held now."""
+        body, self.peak = json.dumps({"max_in_flight": self.peak}).encode(), self.now
+        return _response(body)
+
+
 class _Connection(asyncio.Protocol):
     """One keep-alive connection: split the byte stream into requests, answer each in order."""
 
-    def __init__(self, answers: _Answers) -> None:
+    def __init__(self, answers: _Answers, delay: float, held: _Held) -> None:
         self._answers = answers
+        self._delay = delay
+        self._held = held
         self._buffer = bytearray()
         self._transport: asyncio.Transport | None = None
 
@@ -109,13 +134,24 @@ class _Connection(asyncio.Protocol):
             body = bytes(buffer[end + 4 : total])
             del buffer[:total]
             assert self._transport is not None
-            self._transport.write(self._answers.to(head, body))
+            if head.startswith(b"GET /in-flight "):
+                self._transport.write(self._held.report())
+            elif self._delay:
+                self._held.hold()
+                answer = self._answers.to(head, body)
+                asyncio.get_running_loop().call_later(
+                    self._delay, self._held.release, self._transport, answer
+                )
+            else:
+                self._transport.write(self._answers.to(head, body))
 
 
-async def _serve(chunks: int, port: int) -> None:
+async def _serve(chunks: int, port: int, delay: float) -> None:
     loop = asyncio.get_running_loop()
-    answers = _Answers(chunks)
-    server = await loop.create_server(lambda: _Connection(answers), "127.0.0.1", port, backlog=1024)
+    answers, held = _Answers(chunks), _Held()
+    server = await loop.create_server(
+        lambda: _Connection(answers, delay, held), "127.0.0.1", port, backlog=4096
+    )
     print(server.sockets[0].getsockname()[1], flush=True)
     stdin_closed = loop.run_in_executor(None, sys.stdin.buffer.read)
     async with server:
@@ -148,9 +184,9 @@ def split_cpus() -> tuple[set[int] | None, set[int] | None]:
 
 
 @contextlib.contextmanager
-def serve(chunks: int, cpu: set[int] | None = None) -> Iterator[Server]:
+def serve(chunks: int, cpu: set[int] | None = None, delay: float = 0.0) -> Iterator[Server]:
     """Start the server in a child process (pinned to ``cpu`` when given) and stop it on exit."""
-    command = [sys.executable, __file__, "--chunks", str(chunks)]
+    command = [sys.executable, __file__, "--chunks", str(chunks), "--delay", str(delay)]
     if cpu:
         command += ["--cpu", ",".join(map(str, sorted(cpu)))]
     process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -177,10 +213,11 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=5000, help="events in a Scale stream")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--cpu", help="comma-separated CPUs to pin the server to")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds to hold each answer")
     args = parser.parse_args()
     if args.cpu and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {int(cpu) for cpu in args.cpu.split(",")})
-    asyncio.run(_serve(args.chunks, args.port))
+    asyncio.run(_serve(args.chunks, args.port, args.delay))
 
 
 if __name__ == "__main__":
