@@ -166,6 +166,82 @@ def test_the_progress_bar_shows_rate_and_eta_when_asked(sb: Sandbox, tmp_path: P
     assert "prompt/s" in run.stderr
 
 
+def _line(line_id: object, words: int) -> str:
+    """An input whose prompt is ``words`` words long, so its result's prompt_tokens tell which it was."""
+    return json.dumps({"id": line_id, "prompt": " ".join(["Alice"] * words), "max_tokens": 1})
+
+
+def test_ids_are_copied_and_resume_matches_them_after_lines_were_inserted(
+    sb: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    words = {"a": 1, 7: 2, "c": 3, 0: 4}  # string and integer ids
+    inputs.write_text("".join(_line(i, n) + "\n" for i, n in words.items()))
+    command = ["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(sb)]
+    assert main(command) == 0
+    first = {r["id"]: r for r in _results(output)}
+    assert {i: r["prompt_tokens"] for i, r in first.items()} == words
+    assert {i: r["index"] for i, r in first.items()} == {"a": 0, 7: 1, "c": 2, 0: 3}
+
+    words.update({"new": 5, "7": 6})  # "7" is not 7
+    edited = ["new", "a", 7, "7", "c", 0]  # every old line has moved
+    inputs.write_text("".join(_line(i, words[i]) + "\n" for i in edited))
+    sb.reset_stats()
+    capsys.readouterr()
+    assert main(command) == 0
+    assert "2 done, 0 failed, 4 skipped" in capsys.readouterr().err
+    assert sb.stats().requests == 2  # only the new ids were sent
+    results = _results(output)
+    assert sorted(map(str, (r["id"] for r in results))) == sorted(map(str, edited))  # each once
+    assert {(type(r["id"]), r["id"]): r["prompt_tokens"] for r in results} == {
+        (type(i), i): n for i, n in words.items()
+    }
+
+
+def test_a_line_without_an_id_is_matched_by_its_index(
+    sb: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    plain = json.dumps({"prompt": "Alice Alice Alice", "max_tokens": 1})
+    inputs.write_text(f"{_line('x', 1)}\n{plain}\n")
+    command = ["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(sb)]
+    assert main(command) == 0
+    assert [("id" in r, r["index"]) for r in _results(output)] == [(True, 0), (False, 1)]
+
+    inputs.write_text(f"{_line('y', 2)}\n{_line('x', 1)}\n{plain}\n")  # the id-less line moved to 2
+    sb.reset_stats()
+    capsys.readouterr()
+    assert main(command) == 0
+    assert "2 done, 0 failed, 1 skipped" in capsys.readouterr().err  # y, and the line now at index 2
+    assert sb.stats().requests == 2
+
+
+def test_duplicate_and_mistyped_ids_are_bad_lines_and_the_run_goes_on(
+    sb: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    lines = [_line("a", 1), _line("a", 2), _line(True, 1), _line(1.5, 1), _line(None, 1), _line([1], 1)]
+    lines.append(_line(2, 3))
+    inputs.write_text("\n".join(lines) + "\n")
+    command = ["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(sb)]
+    assert main(command) == 1
+    err = capsys.readouterr().err
+    assert f'{inputs}:2: duplicate "id" "a": an earlier line has it' in err
+    assert f'{inputs}:3: "id" must be a string or an integer, not a boolean' in err
+    assert f'{inputs}:4: "id" must be a string or an integer, not a number' in err
+    assert f'{inputs}:5: "id" must be a string or an integer, not null' in err
+    assert f'{inputs}:6: "id" must be a string or an integer, not an array' in err
+    assert "2 done, 5 failed, 0 skipped" in err
+    results = {r["index"]: r for r in _results(output)}
+    assert [results[0]["id"], results[6]["id"]] == ["a", 2]
+    for index in range(1, 6):  # a bad id is not copied: the line is known by its index
+        assert "id" not in results[index]
+        assert results[index]["error"]["type"] == "InputLineError"  # type: ignore[index]
+
+    assert main(command) == 1  # resume: the duplicate is still found, and still done
+    assert "0 done, 0 failed, 7 skipped (already in" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

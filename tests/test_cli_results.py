@@ -68,3 +68,27 @@ def test_the_done_set_of_200000_inputs_stays_small(tmp_path: Path) -> None:
     finally:
         tracemalloc.stop()
     assert peak < 1_000_000
+
+
+def test_results_with_an_id_are_known_by_it_and_the_others_by_index(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    out.write_text(
+        '{"index": 0, "id": "a", "text": "x"}\n'
+        '{"index": 1, "id": 1, "error": {"type": "BadRequestError", "status": 400, "message": "no"}}\n'
+        '{"index": 2, "text": "y"}\n'
+        '{"index": 3, "id": 1.5, "text": "not a result: a bad id"}\n'
+    )
+    with ResultFile(str(out)) as results:
+        assert results.done(5, "a")
+        assert not results.done(0)  # index 0's result belongs to id "a", wherever that line is now
+        assert results.done(9, 1)
+        assert results.failed(9, 1)
+        assert not results.done(1, "1")  # 1 and "1" are different ids
+        assert results.done(2)
+        assert not results.done(2, "b")
+        results.write({"index": 7, "id": "b", "text": "z"})
+        assert results.done(0, "b")
+        assert results.claim("a")
+        assert not results.claim("a")
+        assert not results.done(4, "new")
+        assert results.claim("new")

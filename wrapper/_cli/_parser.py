@@ -56,7 +56,12 @@ def _complete_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _batch_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("input", metavar="INPUT.jsonl", help='one {"prompt": ..., params...} per line')
+    parser.add_argument(
+        "input",
+        metavar="INPUT.jsonl",
+        help='one {"prompt": ..., "id": ..., params...} per line; "id" (a string or an integer, optional) is '
+        "copied to the result and resume matches by it; a line without one is matched by its position",
+    )
     parser.add_argument(
         "-o", "--output", metavar="OUTPUT.jsonl", required=True, help="results; re-run to resume"
     )
