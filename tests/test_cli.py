@@ -242,6 +242,86 @@ def test_duplicate_and_mistyped_ids_are_bad_lines_and_the_run_goes_on(
     assert "0 done, 0 failed, 7 skipped (already in" in capsys.readouterr().err
 
 
+def _write_inputs_with_ids(path: Path, n: int) -> None:
+    path.write_text("".join(_line(f"q{i}", 1 + i % 5) + "\n" for i in range(n)))
+
+
+def _by_id(path: Path) -> dict[object, dict[str, object]]:
+    """The output's results by id, failing if an id appears twice."""
+    results = _results(path)
+    by_id = {r["id"]: r for r in results}
+    assert len(by_id) == len(results), "an id appears twice"
+    return by_id
+
+
+def test_retry_failed_sends_exactly_the_failures_again(
+    sb: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_inputs_with_ids(inputs, 40)
+    with inputs.open("a") as f:
+        f.write('{"prompt": "no id", "max_tokens": 1}\n{"id": "q0", "prompt": "a duplicate"}\n')
+    command = ["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(sb)]
+    sb.inject(status=400, rate=0.3, api="scale")
+    assert main(command) == 1
+    sb.clear_faults()
+    first = _results(output)
+    failed = [r for r in first if "error" in r]
+    assert 2 <= len(failed) < len(first)
+    capsys.readouterr()
+    sb.reset_stats()
+
+    assert main([*command, "--retry-failed"]) == 1  # the duplicate still fails
+    err = capsys.readouterr().err
+    assert f"{len(failed)} failed results removed" in err
+    assert f"{len(failed) - 1} done, 1 failed, {len(first) - len(failed)} skipped" in err
+    assert sb.stats().requests == len(failed) - 1  # the duplicate is not sent
+    after = _results(output)
+    assert after[: len(first) - len(failed)] == [r for r in first if "error" not in r]  # kept as they were
+    assert sorted(r["index"] for r in after) == list(range(42))  # each input once
+    [error] = [r for r in after if "error" in r]
+    assert error["index"] == 41
+
+
+def test_retry_failed_killed_mid_run_loses_nothing_and_a_rerun_completes_it(
+    sb: Sandbox, tmp_path: Path
+) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_inputs_with_ids(inputs, 120)
+    sb.inject(status=400, rate=0.5, api="scale")
+    command = ["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(sb)]
+    assert main(command) == 1
+    sb.clear_faults()
+    first = _by_id(output)
+    succeeded = {i: r for i, r in first.items() if "error" not in r}
+    assert len(first) == 120
+    assert len(first) - len(succeeded) >= 20
+
+    sb.inject(delay=0.05, rate=1.0, api="scale")  # slow enough to kill it part-way
+    inode = output.stat().st_ino
+    argv = [sys.executable, "-m", "wrapper", *command, "--retry-failed", "--concurrency", "2"]
+    with subprocess.Popen(argv, env=_env(), stderr=subprocess.DEVNULL) as retry:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (
+            output.stat().st_ino == inode or output.read_bytes().count(b"\n") < len(succeeded) + 4
+        ):
+            time.sleep(0.01)
+        retry.send_signal(signal.SIGKILL)
+    assert retry.returncode == -signal.SIGKILL
+    killed = _by_id(output)
+    assert len(succeeded) + 4 <= len(killed) < 120  # rewritten without the failures, then part re-sent
+    assert {i: killed[i] for i in succeeded} == succeeded  # no earlier result lost
+    assert all("error" not in r for r in killed.values())
+    sb.clear_faults()
+
+    resumed = _run(*command)
+    assert resumed.returncode == 0, resumed.stderr
+    final = _by_id(output)
+    assert sorted(final) == sorted(first)  # every id exactly once
+    assert {i: final[i] for i in killed} == killed
+    assert all(r["prompt_tokens"] == 1 + int(str(i)[1:]) % 5 for i, r in final.items())  # its own prompt
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

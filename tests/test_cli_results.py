@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tracemalloc
 from pathlib import Path
 
@@ -92,3 +93,60 @@ def test_results_with_an_id_are_known_by_it_and_the_others_by_index(tmp_path: Pa
         assert not results.claim("a")
         assert not results.done(4, "new")
         assert results.claim("new")
+
+
+_ERROR = '"error": {"type": "BadRequestError", "status": 400, "message": "no"}'
+
+
+def test_drop_failures_keeps_one_success_per_input_and_what_is_not_a_result(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    out.write_text(
+        '{"index": 0, "id": "a", "text": "x"}\n'
+        f'{{"index": 1, "id": "b", {_ERROR}}}\n'
+        "garbage\n"
+        f'{{"index": 2, {_ERROR}}}\n'
+        '{"index": 3, "text": "y"}\n'
+        '{"index": 0, "id": "a", "text": "again"}\n'
+        '{"index": 4, "te'
+    )
+    out.chmod(0o640)
+    with ResultFile(str(out)) as results:
+        assert results.drop_failures() == 3
+        assert [results.done(0, "a"), results.done(1, "b"), results.done(2), results.done(3)] == [
+            True,
+            False,
+            False,
+            True,
+        ]
+        results.write({"index": 1, "id": "b", "text": "z"})  # appended to the new file
+        with pytest.raises(OSError, match="another batch"):
+            ResultFile(str(out))  # the new file is locked too
+    assert out.read_text() == (
+        '{"index": 0, "id": "a", "text": "x"}\ngarbage\n{"index": 3, "text": "y"}\n'
+        '{"index": 1, "id": "b", "text": "z"}\n'
+    )
+    assert out.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]  # no temporary file left
+
+
+def test_a_rewrite_interrupted_before_its_rename_leaves_the_file_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out.jsonl"
+    before = f'{{"index": 0, "text": "x"}}\n{{"index": 1, {_ERROR}}}\n'
+    out.write_text(before)
+    (tmp_path / ".out.jsonl.rewrite").write_text("left by a run killed mid-rewrite\n")
+
+    def killed(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    with ResultFile(str(out)) as results:
+        with monkeypatch.context() as patch:
+            patch.setattr(os, "replace", killed)
+            with pytest.raises(KeyboardInterrupt):
+                results.drop_failures()
+        assert out.read_text() == before
+        assert results.failed(1)
+        assert results.drop_failures() == 1  # a stale temporary file is simply overwritten
+    assert out.read_text() == '{"index": 0, "text": "x"}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]

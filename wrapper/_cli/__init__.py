@@ -64,6 +64,7 @@ async def _batch(client: Any, args: argparse.Namespace, params: dict[str, Any], 
             defaults=params,
             check=check,
             show_progress=args.progress,
+            retry_failed=args.retry_failed,
         )
 
 

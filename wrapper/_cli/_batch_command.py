@@ -49,13 +49,20 @@ async def run_batch(
     defaults: Mapping[str, Any],
     check: Callable[[dict[str, Any]], None],
     show_progress: bool | None,
+    retry_failed: bool = False,
     stderr: TextIO | None = None,
 ) -> int:
-    """Complete every input not yet in the output, appending a result line each; 1 if any failed, else 0."""
+    """Complete every input not yet in the output, appending a result line each; 1 if any failed, else 0.
+
+    ``retry_failed`` first removes the output's error results, so that their inputs are sent again.
+    """
     stderr = stderr or sys.stderr
     counts = {"done": 0, "failed": 0, "skipped": 0, "failed before": 0}
     ids: dict[int, Id] = {}  # index -> id of the inputs in flight that have one
     with ResultFile(output_path) as results:
+        if retry_failed:
+            dropped = results.drop_failures()
+            print(f"{output_path}: {dropped} failed results removed, to be sent again", file=stderr)
         bar = progress(stderr, show_progress, lambda: count_inputs(input_path, results.done))
 
         def skip(index: int, line_id: Id | None) -> bool:

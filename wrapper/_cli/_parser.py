@@ -69,6 +69,11 @@ def _batch_args(parser: argparse.ArgumentParser) -> None:
         "--concurrency", type=_positive, default=16, metavar="N", help="requests in flight at most (16)"
     )
     parser.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="send again the inputs whose result in the output is an error (rewritten without them first)",
+    )
+    parser.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,

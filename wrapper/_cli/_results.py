@@ -7,6 +7,10 @@ Indices go in a bitmap (a bit per input, so kilobytes for hundreds of thousands)
 (about 100 bytes per id, so ~100 MB for a million), which also remembers the ids the run's input
 has claimed, to find duplicates without a second table. An exclusive ``flock`` keeps a second run
 from writing the same file at the same time.
+
+``drop_failures`` (``--retry-failed``) rewrites the file without its error results: into a locked
+temporary file beside it, fsynced, then renamed over it, so a kill at any point leaves either the old
+file or the new one, whole.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import stat
 import sys
 from typing import Any
 
@@ -116,6 +121,40 @@ class ResultFile:
             written += os.write(self._fd, line[written:])
         self._finished.add(result["index"], result.get("id"), "error" in result)
 
+    def drop_failures(self) -> int:
+        """Rewrite the file without its error results (nor repeats of a result); return how many went.
+
+        Their inputs are then no longer done, so the run re-sends them.
+        """
+        directory, name = os.path.split(self.path)
+        temporary = os.path.join(directory, f".{name}.rewrite")
+        fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # before the rename: the new file is never unlocked
+            kept, dropped = _Finished(), 0
+            with open(self._fd, "rb", closefd=False) as old, open(fd, "wb", closefd=False) as new:
+                old.seek(0)
+                for line in old:  # _load left only complete lines
+                    key = _parse(line)
+                    if key is not None:
+                        index, line_id, failed = key
+                        if failed or kept.done(index, line_id):
+                            dropped += 1
+                            continue
+                        kept.add(index, line_id, failed)
+                    new.write(line)  # results, and lines that are not results, kept as they are
+            os.fchmod(fd, stat.S_IMODE(os.fstat(self._fd).st_mode))
+            os.fsync(fd)
+            os.replace(temporary, self.path)
+        except BaseException:
+            os.close(fd)
+            os.unlink(temporary)
+            raise
+        _fsync_directory(directory)
+        os.close(self._fd)
+        self._fd, self._finished = fd, kept
+        return dropped
+
     def close(self) -> None:
         os.close(self._fd)
 
@@ -127,14 +166,29 @@ class ResultFile:
 
 
 def _open_locked(path: str) -> int:
-    """A descriptor of ``path`` (created if need be) holding its exclusive lock."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    """A descriptor of ``path`` (created if need be) holding its exclusive lock.
+
+    If the lock was won on a file that ``drop_failures`` has meanwhile renamed over, try the new one.
+    """
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise OSError(f"{path} is being written by another batch") from None
+        if os.path.samestat(os.fstat(fd), os.stat(path)):
+            return fd
         os.close(fd)
-        raise OSError(f"{path} is being written by another batch") from None
-    return fd
+
+
+def _fsync_directory(directory: str) -> None:
+    """Make a rename in ``directory`` durable."""
+    fd = os.open(directory or ".", os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _parse(line: bytes) -> tuple[int, Id | None, bool] | None:
