@@ -16,11 +16,13 @@ import sys
 import termios
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sandbox_fixtures import _no_faults_left, sandbox  # noqa: F401
 
-from wrapper._cli import main
+from wrapper._batch import acomplete_jobs
+from wrapper._cli import _batch_command, main
 from wrapper.sandbox import Sandbox
 
 MODEL = "llama-3-8b-instruct"
@@ -322,6 +324,28 @@ def test_retry_failed_killed_mid_run_loses_nothing_and_a_rerun_completes_it(
     assert all(r["prompt_tokens"] == 1 + int(str(i)[1:]) % 5 for i, r in final.items())  # its own prompt
 
 
+def test_rpm_and_tpm_are_the_batch_limits(
+    sb: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_inputs(inputs, 3)
+    seen: list[dict[str, object]] = []
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs)
+        return acomplete_jobs(*args, **kwargs)
+
+    monkeypatch.setattr(_batch_command, "acomplete_jobs", spy)
+    command = ["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(sb)]
+    assert main([*command, "--rpm", "6000", "--tpm", "1e6"]) == 0
+    assert len(_results(output)) == 3
+    assert main(command) == 0  # no limit given: none passed
+    assert [(k.get("requests_per_minute"), k.get("tokens_per_minute")) for k in seen] == [
+        (6000.0, 1e6),
+        (None, None),
+    ]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -334,6 +358,17 @@ def test_retry_failed_killed_mid_run_loses_nothing_and_a_rerun_completes_it(
         (["complete", "gradient", "nous-hermes2", "hi", "--stop", "x"], "unrecognized arguments: --stop"),
         (["complete", "scale", MODEL, "hi", "--base-url", "http://127.0.0.1:9"], "SGP_API_KEY"),
         ([], "required: COMMAND"),
+        (["batch", "scale", MODEL, "i", "-o", "o", "--rpm", "0"], "--rpm: must be a number above 0, got 0"),
+        (["batch", "scale", MODEL, "i", "-o", "o", "--rpm", "-5"], "--rpm: must be a number above 0, got -5"),
+        (["batch", "scale", MODEL, "i", "-o", "o", "--tpm", "lots"], "--tpm: not a number: 'lots'"),
+        (
+            ["batch", "scale", MODEL, "i", "-o", "o", "--tpm", "nan"],
+            "--tpm: must be a number above 0, got nan",
+        ),
+        (
+            ["batch", "scale", MODEL, "i", "-o", "o", "--tpm", "inf"],
+            "--tpm: must be a number above 0, got inf",
+        ),
     ],
 )
 def test_usage_errors_exit_2(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -65,6 +65,8 @@ async def _batch(client: Any, args: argparse.Namespace, params: dict[str, Any], 
             check=check,
             show_progress=args.progress,
             retry_failed=args.retry_failed,
+            requests_per_minute=args.rpm,
+            tokens_per_minute=args.tpm,
         )
 
 

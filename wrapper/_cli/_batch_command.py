@@ -50,11 +50,14 @@ async def run_batch(
     check: Callable[[dict[str, Any]], None],
     show_progress: bool | None,
     retry_failed: bool = False,
+    requests_per_minute: float | None = None,
+    tokens_per_minute: float | None = None,
     stderr: TextIO | None = None,
 ) -> int:
     """Complete every input not yet in the output, appending a result line each; 1 if any failed, else 0.
 
     ``retry_failed`` first removes the output's error results, so that their inputs are sent again.
+    The per-minute limits pace the batch (``complete_many``'s); None is no limit.
     """
     stderr = stderr or sys.stderr
     counts = {"done": 0, "failed": 0, "skipped": 0, "failed before": 0}
@@ -84,8 +87,18 @@ async def run_batch(
         inputs = read_inputs(
             input_path, skip=skip, claim=results.claim, defaults=defaults, check=check, on_bad=bad
         )
+        limits: dict[str, Any] = {
+            "requests_per_minute": requests_per_minute,
+            "tokens_per_minute": tokens_per_minute,
+        }
         batch = acomplete_jobs(
-            client, model, _jobs(inputs, ids), concurrency=concurrency, ordered=False, return_exceptions=True
+            client,
+            model,
+            _jobs(inputs, ids),
+            concurrency=concurrency,
+            ordered=False,
+            return_exceptions=True,
+            **{name: limit for name, limit in limits.items() if limit is not None},
         )
         try:
             async for result in batch:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from typing import Any
 
 __all__ = ["PROVIDERS", "build_parser", "flag_params"]
@@ -67,6 +68,15 @@ def _batch_args(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--concurrency", type=_positive, default=16, metavar="N", help="requests in flight at most (16)"
+    )
+    parser.add_argument(
+        "--rpm", type=_per_minute, metavar="N", help="requests per minute at most, paced evenly (no limit)"
+    )
+    parser.add_argument(
+        "--tpm",
+        type=_per_minute,
+        metavar="N",
+        help="tokens per minute at most (prompt and response; estimated before sending, then corrected)",
     )
     parser.add_argument(
         "--retry-failed",
@@ -133,6 +143,16 @@ def _positive(text: str) -> int:
     value = _natural(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
+
+
+def _per_minute(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a number above 0, got {text}")
     return value
 
 
