@@ -9,6 +9,7 @@ import fcntl
 import json
 import os
 import pty
+import re
 import signal
 import struct
 import subprocess
@@ -344,6 +345,31 @@ def test_rpm_and_tpm_are_the_batch_limits(
         (6000.0, 1e6),
         (None, None),
     ]
+
+
+def test_the_summary_gives_the_batch_figures(
+    sb: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_inputs(inputs, 10)
+    sb.inject(status=429, retry_after=0, count=2, api="scale")
+    assert main(["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(sb)]) == 0
+    done, figures = capsys.readouterr().err.splitlines()
+    assert done.startswith("10 done, 0 failed, 0 skipped")
+    shown = re.fullmatch(
+        r"12 requests \(2 got 429, 2 retries\): ([\d.]+) requests/min, (\d+) tokens/min, "
+        r"latency p50 ([\d.]+)s, p95 ([\d.]+)s",
+        figures,
+    )
+    assert shown is not None, figures
+    rpm, tpm, p50, p95 = map(float, shown.groups())
+    assert rpm > 0
+    assert tpm > rpm  # each request used several tokens (prompt 3 + 2 generated)
+    assert 0 < p50 <= p95
+
+    assert main(["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(sb)]) == 0
+    [nothing_sent] = capsys.readouterr().err.splitlines()  # no request, no figures
+    assert nothing_sent.startswith("0 done, 0 failed, 10 skipped")
 
 
 @pytest.mark.parametrize(

@@ -34,6 +34,15 @@ def error_fields(exc: BaseException) -> dict[str, Any]:
     return {"error": {"type": type(exc).__name__, "status": status, "message": str(exc)}}
 
 
+def _throughput(stats: Any) -> str:
+    """A ``BatchStats`` as the summary's second line: requests, 429s, retries, rates and latency."""
+    return (
+        f"{stats.requests} requests ({stats.rate_limited} got 429, {stats.retries} retries): "
+        f"{stats.requests_per_minute:.1f} requests/min, {stats.tokens_per_minute:.0f} tokens/min, "
+        f"latency p50 {stats.latency_p50:.3f}s, p95 {stats.latency_p95:.3f}s"
+    )
+
+
 def describe(exc: BaseException) -> str:
     status = getattr(exc, "status_code", None)
     return f"{type(exc).__name__}{f' ({status})' if status else ''}: {exc}"
@@ -114,6 +123,9 @@ async def run_batch(
     skipped = f"{counts['skipped']} skipped (already in {output_path}"
     skipped += f", {counts['failed before']} of them failed)" if counts["failed before"] else ")"
     print(f"{counts['done']} done, {counts['failed']} failed, {skipped}", file=stderr)
+    stats: Any = getattr(batch, "stats", None)  # the batch's BatchStats
+    if stats is not None and stats.requests:
+        print(_throughput(stats), file=stderr)
     return 1 if counts["failed"] or counts["failed before"] else 0
 
 
