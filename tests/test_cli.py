@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import request_id_proxy
 from sandbox_fixtures import _no_faults_left, sandbox  # noqa: F401
 
 from wrapper._batch import acomplete_jobs
@@ -370,6 +371,29 @@ def test_the_summary_gives_the_batch_figures(
     assert main(["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(sb)]) == 0
     [nothing_sent] = capsys.readouterr().err.splitlines()  # no request, no figures
     assert nothing_sent.startswith("0 done, 0 failed, 10 skipped")
+
+
+def test_each_result_carries_the_request_id_of_its_own_request(
+    sb: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    inputs.write_text("".join(_line(f"q{n}", n) + "\n" for n in range(1, 7)) + '{"prompt": ""}\n')
+    sb.inject(status=400, count=1, api="scale")
+    with request_id_proxy(sb.scale_base_url) as (url, issued):
+        flags = ["--api-key", "k", "--account-id", "a", "--base-url", url]
+        assert main(["batch", "scale", MODEL, str(inputs), "-o", str(output), *flags]) == 1
+        results = _results(output)
+        assert len(issued) == 6
+        for result in results[:-1]:
+            sent = json.loads(issued[str(result["request_id"])])
+            assert sent["prompt"] == " ".join(["Alice"] * int(str(result["id"])[1:]))
+        assert sum("error" in r for r in results[:-1]) == 1  # the 400 has its request id too
+        assert results[-1]["request_id"] is None  # a bad line is never sent
+
+        capsys.readouterr()
+        assert main(["complete", "scale", MODEL, "Alice", "--json", *flags]) == 0
+        line = json.loads(capsys.readouterr().out)
+        assert json.loads(issued[line["request_id"]])["prompt"] == "Alice"
 
 
 @pytest.mark.parametrize(

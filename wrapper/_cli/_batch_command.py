@@ -25,13 +25,21 @@ def result_fields(completion: Completion) -> dict[str, Any]:
         "finish_reason": completion.finish_reason,
         "prompt_tokens": completion.prompt_tokens,
         "response_tokens": completion.response_tokens,
+        "request_id": _request_id(completion),
     }
 
 
 def error_fields(exc: BaseException) -> dict[str, Any]:
     """An error as the fields of an output line."""
     status = getattr(exc, "status_code", None)
-    return {"error": {"type": type(exc).__name__, "status": status, "message": str(exc)}}
+    error = {"type": type(exc).__name__, "status": status, "message": str(exc)}
+    return {"error": error, "request_id": _request_id(exc)}
+
+
+def _request_id(answered: object) -> str | None:
+    """The server's ``x-request-id`` for a completion or an API error; None for a line never sent."""
+    request_id: str | None = getattr(answered, "request_id", None)
+    return request_id
 
 
 def _throughput(stats: Any) -> str:
