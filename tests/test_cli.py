@@ -382,13 +382,13 @@ def test_each_result_carries_the_request_id_of_its_own_request(
     with request_id_proxy(sb.scale_base_url) as (url, issued):
         flags = ["--api-key", "k", "--account-id", "a", "--base-url", url]
         assert main(["batch", "scale", MODEL, str(inputs), "-o", str(output), *flags]) == 1
-        results = _results(output)
+        results = {r["index"]: r for r in _results(output)}
         assert len(issued) == 6
-        for result in results[:-1]:
+        for result in (results[index] for index in range(6)):
             sent = json.loads(issued[str(result["request_id"])])
             assert sent["prompt"] == " ".join(["Alice"] * int(str(result["id"])[1:]))
-        assert sum("error" in r for r in results[:-1]) == 1  # the 400 has its request id too
-        assert results[-1]["request_id"] is None  # a bad line is never sent
+        assert sum("error" in results[index] for index in range(6)) == 1  # the 400 has its request id too
+        assert results[6]["request_id"] is None  # a bad line is never sent
 
         capsys.readouterr()
         assert main(["complete", "scale", MODEL, "Alice", "--json", *flags]) == 0
