@@ -6,6 +6,7 @@ import json
 import os
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -150,3 +151,38 @@ def test_a_rewrite_interrupted_before_its_rename_leaves_the_file_as_it_was(
         assert results.drop_failures() == 1  # a stale temporary file is simply overwritten
     assert out.read_text() == '{"index": 0, "text": "x"}\n'
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]
+
+
+def test_a_lock_won_on_a_file_renamed_away_meanwhile_is_retried_on_the_new_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out, new = tmp_path / "out.jsonl", tmp_path / "new.jsonl"
+    out.write_text('{"index": 0, "text": "old"}\n')
+    stale = os.open(out, os.O_RDWR | os.O_APPEND)  # opened just before a rewrite renamed over it
+    new.write_text('{"index": 1, "text": "new"}\n')
+    os.replace(new, out)
+    real_open, opened = os.open, [stale]
+
+    def racing_open(*args: Any, **kwargs: Any) -> int:
+        return opened.pop() if opened else real_open(*args, **kwargs)
+
+    monkeypatch.setattr(os, "open", racing_open)
+    with ResultFile(str(out)) as results:
+        assert [results.done(0), results.done(1)] == [False, True]
+        results.write({"index": 2, "text": "x"})
+    assert out.read_text().count("\n") == 2
+
+
+def test_ids_cost_about_a_hundred_bytes_each(tmp_path: Path) -> None:
+    out = tmp_path / "ids.jsonl"
+    with out.open("w") as f:
+        for index in range(50_000):
+            f.write(f'{{"index": {index}, "id": "prompt-{index:07d}", "text": "x"}}\n')
+    tracemalloc.start()
+    try:
+        with ResultFile(str(out)) as results:
+            assert results.done(0, "prompt-0049999")
+            _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 50_000 * 150
