@@ -1,0 +1,230 @@
+"""complete_many's rate limits, adaptation to 429s, stats and request ids, on real sockets."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from conftest import LocalServer, json_reply, scale_body
+
+from wrapper import BatchStats
+from wrapper._batch import acomplete_jobs
+from wrapper.errors import RateLimitError
+from wrapper.gradient import AsyncGradient, Gradient
+from wrapper.sandbox import Sandbox
+from wrapper.scale import AsyncScale, Scale
+from wrapper.testing import set_testing
+
+SCALE_MODEL = "llama-3-8b-instruct"
+SANDBOX_LIMITS = "rpm" in inspect.signature(Sandbox).parameters
+needs_sandbox_limits = pytest.mark.xfail(
+    not SANDBOX_LIMITS, reason="the sandbox does not enforce rate limits yet", strict=True
+)
+
+
+class Arrivals:
+    """A scripted reply that records when each request arrived, then answers ``reply``."""
+
+    def __init__(self, reply: Callable[[Any], None]) -> None:
+        self._reply = reply
+        self._lock = threading.Lock()
+        self.times: list[float] = []
+
+    def __call__(self, handler: Any) -> None:
+        with self._lock:
+            self.times.append(time.monotonic())
+        self._reply(handler)
+
+    def most_in_one_second(self) -> int:
+        """The most requests that arrived within any one second."""
+        times = sorted(self.times)
+        return max(sum(1 for t in times[i:] if t - start < 1.0) for i, start in enumerate(times))
+
+
+@pytest.fixture
+def scale_at(server: LocalServer) -> Iterator[Scale]:
+    with Scale(api_key="k", account_id="a", base_url=server.url, timeout=10) as client:
+        yield client
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [
+        {"requests_per_minute": 0},
+        {"requests_per_minute": -5},
+        {"tokens_per_minute": "100"},
+        {"tokens_per_minute": True},
+        {"requests_per_minute": float("nan")},
+    ],
+)
+async def test_bad_limits_are_refused_before_any_request(server: LocalServer, limits: dict[str, Any]) -> None:
+    (name,) = limits
+    with (
+        Scale(api_key="k", account_id="a", base_url=server.url, timeout=10) as scale,
+        pytest.raises(ValueError, match=name),
+    ):
+        scale.complete_many(SCALE_MODEL, ["p"], **limits)
+    async with AsyncGradient(access_token="t", workspace_id="w", base_url=server.url, timeout=10) as gradient:
+        with pytest.raises(ValueError, match=name):
+            gradient.complete_many("m", ["p"], **limits)
+    assert server.requests == []
+
+
+async def test_a_limiter_and_limits_together_are_refused(server: LocalServer) -> None:
+    async with AsyncScale(api_key="k", account_id="a", base_url=server.url, timeout=10) as scale:
+        with pytest.raises(ValueError, match="limiter"):
+            acomplete_jobs(
+                scale, SCALE_MODEL, iter([]), concurrency=1, ordered=False, return_exceptions=False,
+                requests_per_minute=60, limiter=object(),  # type: ignore[arg-type]
+            )  # fmt: skip
+
+
+def test_requests_per_minute_are_spread_evenly(server: LocalServer, scale_at: Scale) -> None:
+    arrivals = Arrivals(json_reply(200, scale_body()))
+    server.script(arrivals)
+    results = list(scale_at.complete_many(SCALE_MODEL, ["p"] * 30, concurrency=16, requests_per_minute=600))
+    assert sorted(r.index for r in results if r.ok) == list(range(30))
+    # 10 a second, and never more than about a second's budget at once (30 unpaced would all go at once).
+    assert arrivals.most_in_one_second() <= 10 + 3
+
+
+async def test_tokens_per_minute_are_spread_evenly_async(server: LocalServer) -> None:
+    # Each request is estimated at ceil(40 / 4) + 10 = 20 tokens; the responses report 10 used.
+    arrivals = Arrivals(json_reply(200, scale_body(prompt_tokens=5, response_tokens=5)))
+    server.script(arrivals)
+    async with AsyncScale(api_key="k", account_id="a", base_url=server.url, timeout=10) as scale:
+        batch = scale.complete_many(
+            SCALE_MODEL, ["x" * 40] * 30, concurrency=16, tokens_per_minute=6000, max_tokens=10
+        )
+        results = [r async for r in batch]
+    assert all(r.ok for r in results)
+    assert len(results) == 30
+    busiest = arrivals.most_in_one_second()
+    assert busiest <= (100 + 25 + 20) // 10  # a second's tokens, the burst, one estimate not yet corrected
+    assert busiest > (100 + 25) // 20  # more than the estimates alone allow: corrected by the counts reported
+    assert batch.stats.prompt_tokens == batch.stats.response_tokens == 150
+
+
+def test_stats_count_what_happened(server: LocalServer, scale_at: Scale) -> None:
+    set_testing(True)
+    try:
+        server.script(
+            json_reply(429, {"detail": "slow down"}, {"retry-after-ms": "1"}),
+            json_reply(503, {"detail": "busy"}),
+            json_reply(400, {"detail": "bad"}),
+            json_reply(200, scale_body(prompt_tokens=3, response_tokens=4), {"x-request-id": "req-9"}),
+        )
+        batch = scale_at.complete_many(SCALE_MODEL, ["p"] * 6, concurrency=1, return_exceptions=True)
+        assert batch.stats.requests == 0
+        results = list(batch)
+    finally:
+        set_testing(False)
+    stats = batch.stats
+    assert isinstance(stats, BatchStats)
+    # 429 then 503 retried on the first prompt, which then gets 400; five more prompts complete.
+    assert (stats.requests, stats.retries, stats.rate_limited) == (8, 2, 1)
+    assert (stats.completed, stats.failed) == (5, 1)
+    assert (stats.prompt_tokens, stats.response_tokens) == (15, 20)
+    assert stats.elapsed > 0
+    assert stats.requests_per_minute == pytest.approx(8 * 60 / stats.elapsed)
+    assert stats.tokens_per_minute == pytest.approx(35 * 60 / stats.elapsed)
+    assert stats.latency_p50 is not None
+    assert stats.latency_p95 is not None
+    assert 0 < stats.latency_p50 <= stats.latency_p95 < 10
+    failed = next(r for r in results if not r.ok)
+    assert failed.error is not None
+    assert failed.headers["content-type"] == "application/json"
+    assert failed.request_id is None
+
+
+def test_latency_percentiles_come_from_the_answers(server: LocalServer, scale_at: Scale) -> None:
+    slow = json_reply(200, scale_body())
+
+    def late(handler: Any) -> None:
+        time.sleep(0.2)
+        slow(handler)
+
+    server.script(*[json_reply(200, scale_body())] * 18, late, late, late)
+    batch = scale_at.complete_many(SCALE_MODEL, ["p"] * 20, concurrency=1)
+    list(batch)
+    assert batch.stats.latency_p50 is not None
+    assert batch.stats.latency_p95 is not None
+    assert batch.stats.latency_p50 < 0.2 <= batch.stats.latency_p95 * 1.05  # within the histogram's 5%
+
+
+def test_retries_inside_a_batch_are_logged(
+    server: LocalServer, scale_at: Scale, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.script(json_reply(503, {"detail": "busy"}), json_reply(200, scale_body()))
+    set_testing(True)
+    try:
+        with caplog.at_level(logging.INFO, logger="wrapper"):
+            results = list(scale_at.complete_many(SCALE_MODEL, ["p"], concurrency=1))
+    finally:
+        set_testing(False)
+    assert results[0].ok
+    retried = [
+        r.getMessage() for r in caplog.records if r.levelno == logging.INFO and "retrying" in r.getMessage()
+    ]
+    assert len(retried) == 1
+    assert "POST" in retried[0]
+    assert "(retry 1 of 2)" in retried[0]
+    assert "503" in retried[0]
+
+
+def test_a_429_caused_by_the_batchs_own_burst_costs_no_retry(server: LocalServer) -> None:
+    """Twice, eight requests go at once and all are refused: only the first refusal of each round counts."""
+    too_many = json_reply(429, {"detail": "slow down"}, {"retry-after-ms": "10"})
+
+    def round_of_eight() -> list[Callable[[Any], None]]:
+        gate = threading.Barrier(8, timeout=5)
+
+        def together(handler: Any) -> None:
+            gate.wait()  # all eight were sent before any 429 of the round came back
+            too_many(handler)
+
+        return [together] * 8
+
+    server.script(*round_of_eight(), *round_of_eight(), json_reply(200, scale_body()))
+    with Scale(api_key="k", account_id="a", base_url=server.url, timeout=10, max_retries=1) as scale:
+        batch = scale.complete_many(SCALE_MODEL, ["p"] * 8, concurrency=8, return_exceptions=True)
+        results = list(batch)
+    # Counting every 429 would fail all eight (two 429s each, one retry allowed). Forgiven, only a
+    # prompt whose 429 slowed the batch down in both rounds can run out.
+    assert sum(not r.ok for r in results) <= 1
+    assert all(isinstance(r.error, RateLimitError) for r in results if not r.ok)
+    assert batch.stats.rate_limited == 16
+    assert batch.stats.requests == 16 + batch.stats.completed
+
+
+@needs_sandbox_limits
+def test_adapts_to_a_server_limit_it_was_not_told(server: LocalServer) -> None:
+    with Sandbox(rpm=1200) as limited:  # type: ignore[call-arg]
+        with Gradient(
+            access_token="t", workspace_id="w", base_url=limited.gradient_base_url, timeout=10
+        ) as g:
+            batch = g.complete_many("nous-hermes2", ["p"] * 300, concurrency=32, max_generated_token_count=1)
+            results = list(batch)
+        sent = limited.stats()
+    assert all(r.ok for r in results)
+    assert len(results) == 300
+    assert batch.stats.rate_limited == sent.rate_limited  # type: ignore[attr-defined]
+    assert sent.rate_limited <= 0.15 * sent.requests  # few 429s after the first burst
+
+
+@needs_sandbox_limits
+async def test_paced_to_the_servers_limit_meets_no_429(server: LocalServer) -> None:
+    with Sandbox(rpm=1200) as limited:  # type: ignore[call-arg]
+        async with AsyncScale(
+            api_key="k", account_id="a", base_url=limited.scale_base_url, timeout=10
+        ) as scale:
+            batch = scale.complete_many(SCALE_MODEL, ["p"] * 100, concurrency=32, requests_per_minute=1100)
+            results = [r async for r in batch]
+        sent = limited.stats()
+    assert all(r.ok for r in results)
+    assert sent.rate_limited <= 1  # type: ignore[attr-defined]
