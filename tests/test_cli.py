@@ -152,8 +152,9 @@ def test_a_clean_batch_exits_0_and_a_rerun_skips_everything(sb: Sandbox, tmp_pat
     env = _env(SGP_CLIENT_BASE_URL=sb.scale_base_url, SGP_API_KEY="sekrit-key", SGP_ACCOUNT_ID="acct")
     first = _run("batch", "scale", MODEL, str(inputs), "-o", str(output), env=env)
     assert first.returncode == 0, first.stderr
-    [summary] = first.stderr.splitlines()  # not a terminal: no progress bar, only the summary
+    summary, figures = first.stderr.splitlines()  # not a terminal: no progress bar, only the summary
     assert summary.startswith("20 done, 0 failed, 0 skipped")
+    assert figures.startswith("20 requests (0 got 429, 0 retries): ")
     second = _run("batch", "scale", MODEL, str(inputs), "-o", str(output), "--progress", env=env)
     assert second.returncode == 0
     assert "0 done, 0 failed, 20 skipped" in second.stderr
@@ -341,7 +342,7 @@ def test_rpm_and_tpm_are_the_batch_limits(
     command = ["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(sb)]
     assert main([*command, "--rpm", "6000", "--tpm", "1e6"]) == 0
     assert len(_results(output)) == 3
-    assert main(command) == 0  # no limit given: none passed
+    assert main(command) == 0  # no limit given
     assert [(k.get("requests_per_minute"), k.get("tokens_per_minute")) for k in seen] == [
         (6000.0, 1e6),
         (None, None),

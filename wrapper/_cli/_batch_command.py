@@ -12,6 +12,7 @@ from wrapper._cli._progress import progress
 from wrapper._cli._results import ResultFile
 
 if TYPE_CHECKING:
+    from wrapper import BatchStats
     from wrapper._batch import Completer
     from wrapper._results import Completion
 
@@ -42,13 +43,17 @@ def _request_id(answered: object) -> str | None:
     return request_id
 
 
-def _throughput(stats: Any) -> str:
-    """A ``BatchStats`` as the summary's second line: requests, 429s, retries, rates and latency."""
+def _throughput(stats: BatchStats) -> str:
+    """The summary's second line: requests, 429s, retries, achieved rates and latency."""
     return (
         f"{stats.requests} requests ({stats.rate_limited} got 429, {stats.retries} retries): "
         f"{stats.requests_per_minute:.1f} requests/min, {stats.tokens_per_minute:.0f} tokens/min, "
-        f"latency p50 {stats.latency_p50:.3f}s, p95 {stats.latency_p95:.3f}s"
+        f"latency p50 {_seconds(stats.latency_p50)}, p95 {_seconds(stats.latency_p95)}"
     )
+
+
+def _seconds(latency: float | None) -> str:
+    return "-" if latency is None else f"{latency:.3f}s"
 
 
 def describe(exc: BaseException) -> str:
@@ -104,10 +109,6 @@ async def run_batch(
         inputs = read_inputs(
             input_path, skip=skip, claim=results.claim, defaults=defaults, check=check, on_bad=bad
         )
-        limits: dict[str, Any] = {
-            "requests_per_minute": requests_per_minute,
-            "tokens_per_minute": tokens_per_minute,
-        }
         batch = acomplete_jobs(
             client,
             model,
@@ -115,7 +116,8 @@ async def run_batch(
             concurrency=concurrency,
             ordered=False,
             return_exceptions=True,
-            **{name: limit for name, limit in limits.items() if limit is not None},
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
         )
         try:
             async for result in batch:
@@ -131,9 +133,8 @@ async def run_batch(
     skipped = f"{counts['skipped']} skipped (already in {output_path}"
     skipped += f", {counts['failed before']} of them failed)" if counts["failed before"] else ")"
     print(f"{counts['done']} done, {counts['failed']} failed, {skipped}", file=stderr)
-    stats: Any = getattr(batch, "stats", None)  # the batch's BatchStats
-    if stats is not None and stats.requests:
-        print(_throughput(stats), file=stderr)
+    if batch.stats.requests:
+        print(_throughput(batch.stats), file=stderr)
     return 1 if counts["failed"] or counts["failed before"] else 0
 
 
