@@ -9,6 +9,7 @@ import fcntl
 import json
 import os
 import pty
+import re
 import signal
 import struct
 import subprocess
@@ -16,11 +17,14 @@ import sys
 import termios
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from helpers import request_id_proxy
 from sandbox_fixtures import _no_faults_left, counted_sandbox, recording_sandbox  # noqa: F401
 
-from wrapper._cli import main
+from wrapper._batch import acomplete_jobs
+from wrapper._cli import _batch_command, main
 from wrapper.sandbox import Sandbox
 
 MODEL = "llama-3-8b-instruct"
@@ -157,8 +161,9 @@ def test_a_clean_batch_exits_0_and_a_rerun_skips_everything(counted_sandbox: San
     )
     first = _run("batch", "scale", MODEL, str(inputs), "-o", str(output), env=env)
     assert first.returncode == 0, first.stderr
-    [summary] = first.stderr.splitlines()  # not a terminal: no progress bar, only the summary
+    summary, figures = first.stderr.splitlines()  # not a terminal: no progress bar, only the summary
     assert summary.startswith("20 done, 0 failed, 0 skipped")
+    assert figures.startswith("20 requests (0 got 429, 0 retries): ")
     second = _run("batch", "scale", MODEL, str(inputs), "-o", str(output), "--progress", env=env)
     assert second.returncode == 0
     assert "0 done, 0 failed, 20 skipped" in second.stderr
@@ -177,6 +182,236 @@ def test_the_progress_bar_shows_rate_and_eta_when_asked(counted_sandbox: Sandbox
     assert "prompt/s" in run.stderr
 
 
+def _line(line_id: object, words: int) -> str:
+    """An input whose prompt is ``words`` words long, so its result's prompt_tokens tell which it was."""
+    return json.dumps({"id": line_id, "prompt": " ".join(["Alice"] * words), "max_tokens": 1})
+
+
+def test_ids_are_copied_and_resume_matches_them_after_lines_were_inserted(
+    counted_sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    words = {"a": 1, 7: 2, "c": 3, 0: 4}  # string and integer ids
+    inputs.write_text("".join(_line(i, n) + "\n" for i, n in words.items()))
+    command = ["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(counted_sandbox)]
+    assert main(command) == 0
+    first = {r["id"]: r for r in _results(output)}
+    assert {i: r["prompt_tokens"] for i, r in first.items()} == words
+    assert {i: r["index"] for i, r in first.items()} == {"a": 0, 7: 1, "c": 2, 0: 3}
+
+    words.update({"new": 5, "7": 6})  # "7" is not 7
+    edited = ["new", "a", 7, "7", "c", 0]  # every old line has moved
+    inputs.write_text("".join(_line(i, words[i]) + "\n" for i in edited))
+    counted_sandbox.reset_stats()
+    capsys.readouterr()
+    assert main(command) == 0
+    assert "2 done, 0 failed, 4 skipped" in capsys.readouterr().err
+    assert counted_sandbox.stats().requests == 2  # only the new ids were sent
+    results = _results(output)
+    assert sorted(map(str, (r["id"] for r in results))) == sorted(map(str, edited))  # each once
+    assert {(type(r["id"]), r["id"]): r["prompt_tokens"] for r in results} == {
+        (type(i), i): n for i, n in words.items()
+    }
+
+
+def test_a_line_without_an_id_is_matched_by_its_index(
+    counted_sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    plain = json.dumps({"prompt": "Alice Alice Alice", "max_tokens": 1})
+    inputs.write_text(f"{_line('x', 1)}\n{plain}\n")
+    command = ["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(counted_sandbox)]
+    assert main(command) == 0
+    assert [("id" in r, r["index"]) for r in _results(output)] == [(True, 0), (False, 1)]
+
+    inputs.write_text(f"{_line('y', 2)}\n{_line('x', 1)}\n{plain}\n")  # the id-less line moved to 2
+    counted_sandbox.reset_stats()
+    capsys.readouterr()
+    assert main(command) == 0
+    assert "2 done, 0 failed, 1 skipped" in capsys.readouterr().err  # y, and the line now at index 2
+    assert counted_sandbox.stats().requests == 2
+
+
+def test_duplicate_and_mistyped_ids_are_bad_lines_and_the_run_goes_on(
+    counted_sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    lines = [_line("a", 1), _line("a", 2), _line(True, 1), _line(1.5, 1), _line(None, 1), _line([1], 1)]
+    lines.append(_line(2, 3))
+    inputs.write_text("\n".join(lines) + "\n")
+    command = ["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(counted_sandbox)]
+    assert main(command) == 1
+    err = capsys.readouterr().err
+    assert f'{inputs}:2: duplicate "id" "a": an earlier line has it' in err
+    assert f'{inputs}:3: "id" must be a string or an integer, not a boolean' in err
+    assert f'{inputs}:4: "id" must be a string or an integer, not a number' in err
+    assert f'{inputs}:5: "id" must be a string or an integer, not null' in err
+    assert f'{inputs}:6: "id" must be a string or an integer, not an array' in err
+    assert "2 done, 5 failed, 0 skipped" in err
+    results = {r["index"]: r for r in _results(output)}
+    assert [results[0]["id"], results[6]["id"]] == ["a", 2]
+    for index in range(1, 6):  # a bad id is not copied: the line is known by its index
+        assert "id" not in results[index]
+        assert results[index]["error"]["type"] == "InputLineError"  # type: ignore[index]
+
+    assert main(command) == 1  # resume: the duplicate is still found, and still done
+    assert "0 done, 0 failed, 7 skipped (already in" in capsys.readouterr().err
+
+
+def _write_inputs_with_ids(path: Path, n: int) -> None:
+    path.write_text("".join(_line(f"q{i}", 1 + i % 5) + "\n" for i in range(n)))
+
+
+def _by_id(path: Path) -> dict[object, dict[str, object]]:
+    """The output's results by id, failing if an id appears twice."""
+    results = _results(path)
+    by_id = {r["id"]: r for r in results}
+    assert len(by_id) == len(results), "an id appears twice"
+    return by_id
+
+
+def test_retry_failed_sends_exactly_the_failures_again(
+    counted_sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_inputs_with_ids(inputs, 40)
+    with inputs.open("a") as f:
+        f.write('{"prompt": "no id", "max_tokens": 1}\n{"id": "q0", "prompt": "a duplicate"}\n')
+    command = ["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(counted_sandbox)]
+    counted_sandbox.inject(status=400, rate=0.3, api="scale")
+    assert main(command) == 1
+    counted_sandbox.clear_faults()
+    first = _results(output)
+    failed = [r for r in first if "error" in r]
+    assert 2 <= len(failed) < len(first)
+    capsys.readouterr()
+    counted_sandbox.reset_stats()
+
+    assert main([*command, "--retry-failed"]) == 1  # the duplicate still fails
+    err = capsys.readouterr().err
+    assert f"{len(failed)} failed results removed" in err
+    assert f"{len(failed) - 1} done, 1 failed, {len(first) - len(failed)} skipped" in err
+    assert counted_sandbox.stats().requests == len(failed) - 1  # the duplicate is not sent
+    after = _results(output)
+    assert after[: len(first) - len(failed)] == [r for r in first if "error" not in r]  # kept as they were
+    assert sorted(r["index"] for r in after) == list(range(42))  # each input once
+    [error] = [r for r in after if "error" in r]
+    assert error["index"] == 41
+
+
+def test_retry_failed_killed_mid_run_loses_nothing_and_a_rerun_completes_it(
+    counted_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_inputs_with_ids(inputs, 120)
+    counted_sandbox.inject(status=400, rate=0.5, api="scale")
+    command = ["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(counted_sandbox)]
+    assert main(command) == 1
+    counted_sandbox.clear_faults()
+    first = _by_id(output)
+    succeeded = {i: r for i, r in first.items() if "error" not in r}
+    assert len(first) == 120
+    assert len(first) - len(succeeded) >= 20
+
+    counted_sandbox.inject(delay=0.05, rate=1.0, api="scale")  # slow enough to kill it part-way
+    inode = output.stat().st_ino
+    argv = [sys.executable, "-m", "wrapper", *command, "--retry-failed", "--concurrency", "2"]
+    with subprocess.Popen(argv, env=_env(), stderr=subprocess.DEVNULL) as retry:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (
+            output.stat().st_ino == inode or output.read_bytes().count(b"\n") < len(succeeded) + 4
+        ):
+            time.sleep(0.01)
+        retry.send_signal(signal.SIGKILL)
+    assert retry.returncode == -signal.SIGKILL
+    killed = _by_id(output)
+    assert len(succeeded) + 4 <= len(killed) < 120  # rewritten without the failures, then part re-sent
+    assert {i: killed[i] for i in succeeded} == succeeded  # no earlier result lost
+    assert all("error" not in r for r in killed.values())
+    counted_sandbox.clear_faults()
+
+    resumed = _run(*command)
+    assert resumed.returncode == 0, resumed.stderr
+    final = _by_id(output)
+    assert sorted(final) == sorted(first)  # every id exactly once
+    assert {i: final[i] for i in killed} == killed
+    assert all(r["prompt_tokens"] == 1 + int(str(i)[1:]) % 5 for i, r in final.items())  # its own prompt
+
+
+def test_rpm_and_tpm_are_the_batch_limits(
+    counted_sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_inputs(inputs, 3)
+    seen: list[dict[str, object]] = []
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs)
+        return acomplete_jobs(*args, **kwargs)
+
+    monkeypatch.setattr(_batch_command, "acomplete_jobs", spy)
+    command = ["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(counted_sandbox)]
+    assert main([*command, "--rpm", "6000", "--tpm", "1e6"]) == 0
+    assert len(_results(output)) == 3
+    assert main(command) == 0  # no limit given
+    assert [(k.get("requests_per_minute"), k.get("tokens_per_minute")) for k in seen] == [
+        (6000.0, 1e6),
+        (None, None),
+    ]
+
+
+def test_the_summary_gives_the_batch_figures(
+    counted_sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_inputs(inputs, 10)
+    counted_sandbox.inject(status=429, retry_after=0, count=2, api="scale")
+    assert (
+        main(["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(counted_sandbox)]) == 0
+    )
+    done, figures = capsys.readouterr().err.splitlines()
+    assert done.startswith("10 done, 0 failed, 0 skipped")
+    shown = re.fullmatch(
+        r"12 requests \(2 got 429, 2 retries\): ([\d.]+) requests/min, (\d+) tokens/min, "
+        r"latency p50 ([\d.]+)s, p95 ([\d.]+)s",
+        figures,
+    )
+    assert shown is not None, figures
+    rpm, tpm, p50, p95 = map(float, shown.groups())
+    assert rpm > 0
+    assert tpm > rpm  # each request used several tokens (prompt 3 + 2 generated)
+    assert 0 < p50 <= p95
+
+    assert (
+        main(["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(counted_sandbox)]) == 0
+    )
+    [nothing_sent] = capsys.readouterr().err.splitlines()  # no request, no figures
+    assert nothing_sent.startswith("0 done, 0 failed, 10 skipped")
+
+
+def test_each_result_carries_the_request_id_of_its_own_request(
+    counted_sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    inputs.write_text("".join(_line(f"q{n}", n) + "\n" for n in range(1, 7)) + '{"prompt": ""}\n')
+    counted_sandbox.inject(status=400, count=1, api="scale")
+    with request_id_proxy(counted_sandbox.scale_base_url) as (url, issued):
+        flags = ["--api-key", "k", "--account-id", "a", "--base-url", url]
+        assert main(["batch", "scale", MODEL, str(inputs), "-o", str(output), *flags]) == 1
+        results = {r["index"]: r for r in _results(output)}
+        assert len(issued) == 6
+        for result in (results[index] for index in range(6)):
+            sent = json.loads(issued[str(result["request_id"])])
+            assert sent["prompt"] == " ".join(["Alice"] * int(str(result["id"])[1:]))
+        assert sum("error" in results[index] for index in range(6)) == 1  # the 400 has its request id too
+        assert results[6]["request_id"] is None  # a bad line is never sent
+
+        capsys.readouterr()
+        assert main(["complete", "scale", MODEL, "Alice", "--json", *flags]) == 0
+        line = json.loads(capsys.readouterr().out)
+        assert json.loads(issued[line["request_id"]])["prompt"] == "Alice"
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -189,6 +424,17 @@ def test_the_progress_bar_shows_rate_and_eta_when_asked(counted_sandbox: Sandbox
         (["complete", "gradient", "nous-hermes2", "hi", "--stop", "x"], "unrecognized arguments: --stop"),
         (["complete", "scale", MODEL, "hi", "--base-url", "http://127.0.0.1:9"], "SGP_API_KEY"),
         ([], "required: COMMAND"),
+        (["batch", "scale", MODEL, "i", "-o", "o", "--rpm", "0"], "--rpm: must be a number above 0, got 0"),
+        (["batch", "scale", MODEL, "i", "-o", "o", "--rpm", "-5"], "--rpm: must be a number above 0, got -5"),
+        (["batch", "scale", MODEL, "i", "-o", "o", "--tpm", "lots"], "--tpm: not a number: 'lots'"),
+        (
+            ["batch", "scale", MODEL, "i", "-o", "o", "--tpm", "nan"],
+            "--tpm: must be a number above 0, got nan",
+        ),
+        (
+            ["batch", "scale", MODEL, "i", "-o", "o", "--tpm", "inf"],
+            "--tpm: must be a number above 0, got inf",
+        ),
     ],
 )
 def test_usage_errors_exit_2(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:

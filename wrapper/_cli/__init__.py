@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from wrapper._cli._batch_command import describe, result_line, run_batch
+from wrapper._cli._batch_command import describe, result_fields, run_batch
 from wrapper._cli._inputs import InputLineError
 from wrapper._cli._parser import PROVIDERS, build_parser, flag_params
 
@@ -64,6 +64,9 @@ async def _batch(client: Any, args: argparse.Namespace, params: dict[str, Any], 
             defaults=params,
             check=check,
             show_progress=args.progress,
+            retry_failed=args.retry_failed,
+            requests_per_minute=args.rpm,
+            tokens_per_minute=args.tpm,
         )
 
 
@@ -108,7 +111,8 @@ def _complete(client: Any, args: argparse.Namespace, params: dict[str, Any]) -> 
                 print(chunk.text, end="", flush=True)
             print()
         elif args.json:
-            print(json.dumps(result_line(0, client.complete(args.model, args.prompt, **params))))
+            completion = client.complete(args.model, args.prompt, **params)
+            print(json.dumps({"index": 0, **result_fields(completion)}))
         else:
             print(client.complete(args.model, args.prompt, **params).text)
     except APIError as exc:

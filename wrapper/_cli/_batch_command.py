@@ -3,34 +3,57 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
-from wrapper._batch import acomplete_jobs
-from wrapper._cli._inputs import InputLineError, count_inputs, read_jobs
+from wrapper._batch import Job, acomplete_jobs
+from wrapper._cli._inputs import Id, Input, InputLineError, count_inputs, read_inputs
 from wrapper._cli._progress import progress
 from wrapper._cli._results import ResultFile
 
 if TYPE_CHECKING:
+    from wrapper import BatchStats
     from wrapper._batch import Completer
     from wrapper._results import Completion
 
-__all__ = ["describe", "error_line", "result_line", "run_batch"]
+__all__ = ["describe", "error_fields", "result_fields", "run_batch"]
 
 
-def result_line(index: int, completion: Completion) -> dict[str, Any]:
+def result_fields(completion: Completion) -> dict[str, Any]:
+    """A completion as the fields of an output line."""
     return {
-        "index": index,
         "text": completion.text,
         "finish_reason": completion.finish_reason,
         "prompt_tokens": completion.prompt_tokens,
         "response_tokens": completion.response_tokens,
+        "request_id": _request_id(completion),
     }
 
 
-def error_line(index: int, exc: BaseException) -> dict[str, Any]:
+def error_fields(exc: BaseException) -> dict[str, Any]:
+    """An error as the fields of an output line."""
     status = getattr(exc, "status_code", None)
-    return {"index": index, "error": {"type": type(exc).__name__, "status": status, "message": str(exc)}}
+    error = {"type": type(exc).__name__, "status": status, "message": str(exc)}
+    return {"error": error, "request_id": _request_id(exc)}
+
+
+def _request_id(answered: object) -> str | None:
+    """The server's ``x-request-id`` for a completion or an API error; None for a line never sent."""
+    request_id: str | None = getattr(answered, "request_id", None)
+    return request_id
+
+
+def _throughput(stats: BatchStats) -> str:
+    """The summary's second line: requests, 429s, retries, achieved rates and latency."""
+    return (
+        f"{stats.requests} requests ({stats.rate_limited} got 429, {stats.retries} retries): "
+        f"{stats.requests_per_minute:.1f} requests/min, {stats.tokens_per_minute:.0f} tokens/min, "
+        f"latency p50 {_seconds(stats.latency_p50)}, p95 {_seconds(stats.latency_p95)}"
+    )
+
+
+def _seconds(latency: float | None) -> str:
+    return "-" if latency is None else f"{latency:.3f}s"
 
 
 def describe(exc: BaseException) -> str:
@@ -48,45 +71,76 @@ async def run_batch(
     defaults: Mapping[str, Any],
     check: Callable[[dict[str, Any]], None],
     show_progress: bool | None,
+    retry_failed: bool = False,
+    requests_per_minute: float | None = None,
+    tokens_per_minute: float | None = None,
     stderr: TextIO | None = None,
 ) -> int:
-    """Complete every input not yet in the output, appending a result line each; 1 if any failed, else 0."""
+    """Complete every input not yet in the output, appending a result line each; 1 if any failed, else 0.
+
+    ``retry_failed`` first removes the output's error results, so that their inputs are sent again.
+    The per-minute limits pace the batch (``complete_many``'s); None is no limit.
+    """
     stderr = stderr or sys.stderr
     counts = {"done": 0, "failed": 0, "skipped": 0, "failed before": 0}
+    ids: dict[int, Id] = {}  # index -> id of the inputs in flight that have one
     with ResultFile(output_path) as results:
+        if retry_failed:
+            dropped = results.drop_failures()
+            print(f"{output_path}: {dropped} failed results removed, to be sent again", file=stderr)
         bar = progress(stderr, show_progress, lambda: count_inputs(input_path, results.done))
 
-        def skip(index: int) -> bool:
-            if not results.done(index):
+        def skip(index: int, line_id: Id | None) -> bool:
+            if not results.done(index, line_id):
                 return False
             counts["skipped"] += 1
-            counts["failed before"] += results.failed(index)
+            counts["failed before"] += results.failed(index, line_id)
             return True
 
-        def finish(line: dict[str, Any]) -> None:
-            results.write(line)
-            counts["failed" if "error" in line else "done"] += 1
+        def finish(index: int, line_id: Id | None, fields: dict[str, Any]) -> None:
+            results.write({"index": index, **({} if line_id is None else {"id": line_id}), **fields})
+            counts["failed" if "error" in fields else "done"] += 1
             bar.advance(counts["failed"])
 
-        def bad(index: int, exc: InputLineError) -> None:
+        def bad(index: int, line_id: Id | None, exc: InputLineError) -> None:
             bar.note(f"{input_path}:{index + 1}: {exc}")
-            finish(error_line(index, exc))
+            finish(index, line_id, error_fields(exc))
 
-        jobs = read_jobs(input_path, skip=skip, defaults=defaults, check=check, on_bad=bad)
+        inputs = read_inputs(
+            input_path, skip=skip, claim=results.claim, defaults=defaults, check=check, on_bad=bad
+        )
         batch = acomplete_jobs(
-            client, model, jobs, concurrency=concurrency, ordered=False, return_exceptions=True
+            client,
+            model,
+            _jobs(inputs, ids),
+            concurrency=concurrency,
+            ordered=False,
+            return_exceptions=True,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
         )
         try:
             async for result in batch:
+                line_id = ids.pop(result.index, None)
                 if result.error is not None:
-                    finish(error_line(result.index, result.error))
+                    finish(result.index, line_id, error_fields(result.error))
                 elif result.completion is not None:
-                    finish(result_line(result.index, result.completion))
+                    finish(result.index, line_id, result_fields(result.completion))
         finally:
             await batch.aclose()
-            jobs.close()
+            inputs.close()
             bar.close()
     skipped = f"{counts['skipped']} skipped (already in {output_path}"
     skipped += f", {counts['failed before']} of them failed)" if counts["failed before"] else ")"
     print(f"{counts['done']} done, {counts['failed']} failed, {skipped}", file=stderr)
+    if batch.stats.requests:
+        print(_throughput(batch.stats), file=stderr)
     return 1 if counts["failed"] or counts["failed before"] else 0
+
+
+def _jobs(inputs: Generator[Input, None, None], ids: dict[int, Id]) -> Generator[Job, None, None]:
+    """The inputs as the batch's jobs, noting in ``ids`` the id of each one sent that has one."""
+    for index, line_id, prompt, params in inputs:
+        if line_id is not None:
+            ids[index] = line_id
+        yield index, prompt, params

@@ -1,66 +1,120 @@
-"""The batch command's input: a JSONL file read lazily, one ``{"prompt": ..., params...}`` per line.
+"""The batch command's input: a JSONL file read lazily, one ``{"prompt": ..., "id": ..., params...}`` a line.
 
-Input ``index`` is the line's 0-based position in the file; blank lines are not inputs. A line that
-can't be sent (not JSON, no prompt, a parameter the client doesn't take) is handed to ``on_bad``
-with its line number instead of stopping the run.
+An input is a non-blank line; its ``index`` is its 0-based position in the file. Its optional ``"id"``
+(a string or an integer) is what resume matches it by; a line with no id, or whose id is mistyped or
+already taken by an earlier line, is matched by its index instead. A line that can't be sent (not JSON,
+no prompt, a bad id, a parameter the client doesn't take) is handed to ``on_bad`` instead of stopping
+the run.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any
 
-from wrapper._batch import Job
+__all__ = ["Id", "Input", "InputLineError", "count_inputs", "read_inputs"]
 
-__all__ = ["InputLineError", "count_inputs", "read_jobs"]
+Id = str | int
+"""An input's own ``"id"``: compared as JSON values, so ``7`` and ``"7"`` are different ids."""
+
+Input = tuple[int, Id | None, str, dict[str, Any]]
+"""One input to send: its index, its id (None: it has none), its prompt and its parameters."""
+
+_JSON_TYPES = {
+    type(None): "null",
+    bool: "a boolean",
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+    list: "an array",
+    dict: "an object",
+}
 
 
 class InputLineError(ValueError):
     """An input line that can't become a request."""
 
 
-def read_jobs(
+def read_inputs(
     path: str,
     *,
-    skip: Callable[[int], bool],
+    skip: Callable[[int, Id | None], bool],
+    claim: Callable[[Id], bool],
     defaults: Mapping[str, Any],
     check: Callable[[dict[str, Any]], None],
-    on_bad: Callable[[int, InputLineError], None],
-) -> Generator[Job, None, None]:
-    """Yield a job per input line not ``skip``-ped, its params over ``defaults`` and vetted by ``check``."""
-    with open(path, "rb") as lines:
-        for index, line in enumerate(lines):
-            if skip(index) or not line.strip():
-                continue
-            try:
-                prompt, params = _parse(line)
-                params = {**defaults, **params}
-                check(params)
-            except InputLineError as exc:
-                on_bad(index, exc)
-                continue
-            yield index, prompt, params
+    on_bad: Callable[[int, Id | None, InputLineError], None],
+) -> Generator[Input, None, None]:
+    """Yield each input not ``skip``-ped, its params over ``defaults`` and vetted by ``check``.
+
+    ``claim(id)`` is asked once per id, in file order, for every line (skipped or not): False means an
+    earlier line has that id, which makes this line an ``InputLineError`` matched by its index.
+    """
+    for index, line_id, fields in _keyed(path, claim):
+        if skip(index, line_id):
+            continue
+        try:
+            if isinstance(fields, InputLineError):
+                raise fields
+            prompt, params = _prompt(fields)
+            params = {**defaults, **params}
+            check(params)
+        except InputLineError as exc:
+            on_bad(index, line_id, exc)
+            continue
+        yield index, line_id, prompt, params
 
 
-def count_inputs(path: str, skip: Callable[[int], bool]) -> tuple[int, int]:
-    """How many inputs the file holds, and how many of them ``skip`` (one streaming pass)."""
+def count_inputs(path: str, skip: Callable[[int, Id | None], bool]) -> tuple[int, int]:
+    """How many inputs the file holds, and how many of them ``skip`` (one streaming pass).
+
+    Duplicate ids are not looked for here, so with duplicates the second number is an estimate.
+    """
     total = skipped = 0
-    with open(path, "rb") as lines:
-        for index, line in enumerate(lines):
-            if line.strip():
-                total += 1
-                skipped += skip(index)
+    for index, line_id, _ in _keyed(path, claim=lambda _: True):
+        total += 1
+        skipped += skip(index, line_id)
     return total, skipped
 
 
-def _parse(line: bytes) -> tuple[str, dict[str, Any]]:
+def _keyed(
+    path: str, claim: Callable[[Id], bool]
+) -> Iterator[tuple[int, Id | None, dict[str, Any] | InputLineError]]:
+    """Each input's index, its valid id (or None) and its other fields, or why it can't be read."""
+    with open(path, "rb") as lines:
+        for index, line in enumerate(lines):
+            if not line.strip():
+                continue
+            try:
+                fields = _object(line)
+                yield index, _take_id(fields, claim), fields
+            except InputLineError as exc:
+                yield index, None, exc
+
+
+def _object(line: bytes) -> dict[str, Any]:
     try:
         fields = json.loads(line)
     except ValueError as exc:
         raise InputLineError(f"not JSON ({exc})") from None
     if not isinstance(fields, dict):
-        raise InputLineError(f"expected a JSON object, got {type(fields).__name__}")
+        raise InputLineError(f"expected a JSON object, got {_JSON_TYPES[type(fields)]}")
+    return fields
+
+
+def _take_id(fields: dict[str, Any], claim: Callable[[Id], bool]) -> Id | None:
+    """Remove and return the line's ``"id"`` (None when it has none)."""
+    if "id" not in fields:
+        return None
+    line_id = fields.pop("id")
+    if isinstance(line_id, bool) or not isinstance(line_id, (str, int)):
+        raise InputLineError(f'"id" must be a string or an integer, not {_JSON_TYPES[type(line_id)]}')
+    if not claim(line_id):
+        raise InputLineError(f'duplicate "id" {json.dumps(line_id)}: an earlier line has it')
+    return line_id
+
+
+def _prompt(fields: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     prompt = fields.pop("prompt", None)
     if not isinstance(prompt, str) or not prompt:
         raise InputLineError('"prompt" must be a non-empty string')

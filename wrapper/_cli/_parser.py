@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 from typing import Any
 
 __all__ = ["PROVIDERS", "build_parser", "flag_params"]
@@ -57,12 +58,31 @@ def _complete_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _batch_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("input", metavar="INPUT.jsonl", help='one {"prompt": ..., params...} per line')
+    parser.add_argument(
+        "input",
+        metavar="INPUT.jsonl",
+        help='one {"prompt": ..., "id": ..., params...} per line; "id" (a string or an integer, optional) is '
+        "copied to the result and resume matches by it; a line without one is matched by its position",
+    )
     parser.add_argument(
         "-o", "--output", metavar="OUTPUT.jsonl", required=True, help="results; re-run to resume"
     )
     parser.add_argument(
         "--concurrency", type=_positive, default=16, metavar="N", help="requests in flight at most (16)"
+    )
+    parser.add_argument(
+        "--rpm", type=_per_minute, metavar="N", help="requests per minute at most, paced evenly (no limit)"
+    )
+    parser.add_argument(
+        "--tpm",
+        type=_per_minute,
+        metavar="N",
+        help="tokens per minute at most (prompt and response; estimated before sending, then corrected)",
+    )
+    parser.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="send again the inputs whose result in the output is an error (rewritten without them first)",
     )
     parser.add_argument(
         "--progress",
@@ -130,6 +150,16 @@ def _positive(text: str) -> int:
     value = _natural(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
+
+
+def _per_minute(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a number above 0, got {text}")
     return value
 
 
