@@ -10,6 +10,8 @@ import time
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from conftest import LocalServer, json_reply, scale_body
+from helpers import Held, batch_threads, wait_until
 from sandbox_fixtures import _no_faults_left, sandbox  # noqa: F401
 
 from wrapper import BatchResult
@@ -35,10 +37,6 @@ def scale(sb: Sandbox) -> Iterator[Scale]:
         yield client
 
 
-def _batch_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("complete_many")]
-
-
 def test_10000_prompts_never_exceed_the_concurrency_and_each_comes_back_once(
     sb: Sandbox, scale: Scale
 ) -> None:
@@ -48,7 +46,7 @@ def test_10000_prompts_never_exceed_the_concurrency_and_each_comes_back_once(
     stats = sb.stats()
     assert stats.requests == 10_000
     assert 1 < stats.max_in_flight <= 32
-    assert not _batch_threads()
+    assert wait_until(lambda: not batch_threads())  # idle workers exit once the batch is over
 
 
 async def test_10000_prompts_async_never_exceed_the_concurrency(sb: Sandbox) -> None:
@@ -193,15 +191,30 @@ def test_the_first_failure_raises_and_stops_the_batch(sb: Sandbox, scale: Scale)
     with pytest.raises(BadRequestError):
         list(scale.complete_many(SCALE_MODEL, ["p"] * 1000, concurrency=4))
     assert sb.stats().requests < 1000
-    assert not _batch_threads()
+    assert wait_until(lambda: not batch_threads())
+
+
+def test_a_failure_raises_without_waiting_for_requests_in_flight(server: LocalServer) -> None:
+    held = Held(json_reply(200, scale_body()))
+    server.script(json_reply(400, {"detail": "bad prompt"}), held)
+    try:
+        with Scale(api_key="k", account_id="a", base_url=server.url, timeout=10) as scale:
+            with pytest.raises(BadRequestError):
+                list(scale.complete_many(SCALE_MODEL, ["p"] * 4, concurrency=4))
+            # Raised while the server still holds the other three: nothing waited for them.
+            assert held.answered == 0
+            assert wait_until(lambda: held.held == 3)
+    finally:
+        held.release()
+    assert wait_until(lambda: not batch_threads())
 
 
 def test_breaking_out_early_leaks_nothing(sb: Sandbox, scale: Scale) -> None:
     for result in scale.complete_many(SCALE_MODEL, _counted(10_000, [0]), concurrency=8):
         assert isinstance(result, BatchResult)
         break
-    assert not _batch_threads()
-    assert sb.stats().in_flight == 0
+    assert wait_until(lambda: not batch_threads())  # the requests in flight finish on their own
+    assert wait_until(lambda: sb.stats().in_flight == 0)
     assert sb.stats().requests <= 9  # the window in flight at the break, and nothing after
 
 

@@ -10,14 +10,25 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._batch import BatchResult
+    from ._batch import AsyncBatchIterator, BatchIterator, BatchResult, BatchStats
     from ._results import Completion, CompletionChunk, TokenLogprob
 
-__all__ = ["BatchResult", "Completion", "CompletionChunk", "TokenLogprob"]
+__all__ = [
+    "AsyncBatchIterator",
+    "BatchIterator",
+    "BatchResult",
+    "BatchStats",
+    "Completion",
+    "CompletionChunk",
+    "TokenLogprob",
+]
 
 # Public name -> the private module that defines it, imported on first access.
 _LAZY = {
+    "AsyncBatchIterator": "._batch",
+    "BatchIterator": "._batch",
     "BatchResult": "._batch",
+    "BatchStats": "._batch_stats",
     "Completion": "._results",
     "CompletionChunk": "._results",
     "TokenLogprob": "._results",

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from httpx_aiohttp import AiohttpTransport
     from httpx_sse import ServerSentEvent
 
-    from ._batch import BatchResult
+    from ._batch import AsyncBatchIterator, BatchIterator
     from ._results import Completion, CompletionChunk
 
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0)
@@ -283,9 +283,14 @@ class SyncClient(_ClientCore):
         concurrency: int = 16,
         ordered: bool = False,
         return_exceptions: bool = False,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
         **params: Any,
-    ) -> Generator[BatchResult, None, None]:
-        """``complete`` for each prompt with at most ``concurrency`` in flight: see ``wrapper._batch``."""
+    ) -> BatchIterator:
+        """``complete`` for each prompt, at most ``concurrency`` in flight, paced to the limits given.
+
+        Iterate for the results as they finish; ``.stats`` has the batch's figures. See ``wrapper._batch``.
+        """
         from . import _batch
 
         return _batch.complete_many(
@@ -295,6 +300,8 @@ class SyncClient(_ClientCore):
             concurrency=concurrency,
             ordered=ordered,
             return_exceptions=return_exceptions,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
             **params,
         )
 
@@ -404,9 +411,14 @@ class AsyncClient(_ClientCore):
         concurrency: int = 16,
         ordered: bool = False,
         return_exceptions: bool = False,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
         **params: Any,
-    ) -> AsyncGenerator[BatchResult, None]:
-        """``complete`` for each prompt, at most ``concurrency`` in flight; ``async for`` the results."""
+    ) -> AsyncBatchIterator:
+        """``complete`` for each prompt, at most ``concurrency`` in flight, paced to the limits given.
+
+        ``async for`` the results as they finish; ``.stats`` has the batch's figures.
+        """
         from . import _batch
 
         return _batch.acomplete_many(
@@ -416,6 +428,8 @@ class AsyncClient(_ClientCore):
             concurrency=concurrency,
             ordered=ordered,
             return_exceptions=return_exceptions,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
             **params,
         )
 

@@ -2,8 +2,8 @@
 
 Prompts are pulled lazily, never more than ``concurrency`` ahead of the results handed back, so a
 million prompts from a file never sit in memory. Requests go out with the client's own retries off;
-retries happen here instead, so that a 429 pauses the whole batch (every worker waits behind one
-shared gate until the Retry-After has passed) rather than each request backing off on its own.
+retries happen here instead, paced by a limiter (``wrapper._pacing``): requests and tokens per minute
+when given, slowing down on 429s, and a 429's Retry-After pauses every request rather than one.
 """
 
 from __future__ import annotations
@@ -11,20 +11,41 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import AsyncGenerator, AsyncIterable, Callable, Generator, Iterable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+)
+from concurrent.futures import Future
 from queue import SimpleQueue
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import attrs
+import httpx
 
-from wrapper._retry import is_retryable, retry_delay
-from wrapper.errors import APIError, RateLimitError
+from . import testing
+from ._batch_stats import BatchStats, Tally
+from ._pacing import Limiter, Pacer, estimate_tokens
+from ._retry import retry_or_raise
+from .errors import APIError, APIStatusError, RateLimitError
 
 if TYPE_CHECKING:
-    from wrapper._results import Completion
+    from ._results import Completion
 
-__all__ = ["BatchResult", "acomplete_many", "complete_many"]
+__all__ = [
+    "AsyncBatchIterator",
+    "BatchIterator",
+    "BatchResult",
+    "BatchStats",
+    "acomplete_jobs",
+    "acomplete_many",
+    "complete_many",
+]
 
 Job = tuple[int, str, Mapping[str, Any]]
 """One unit of work: the index results carry, the prompt, the keyword arguments for ``complete``."""
@@ -43,6 +64,20 @@ class BatchResult:
         """True when the prompt completed."""
         return self.error is None
 
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """The headers of the final response (case-insensitive); empty when none came (a connection error)."""
+        headers = getattr(self.completion, "headers", None)  # a Completion's own, where results carry them
+        if headers is not None:
+            return headers  # type: ignore[no-any-return]
+        response = getattr(self.error, "response", None)
+        return response.headers if isinstance(response, httpx.Response) else httpx.Headers()
+
+    @property
+    def request_id(self) -> str | None:
+        """The final response's ``x-request-id``, for the provider's support."""
+        return self.headers.get("x-request-id")
+
 
 class Completer(Protocol):
     """What a batch needs of a client: any of the four; ``complete`` is awaited for the async ones."""
@@ -56,6 +91,46 @@ class Completer(Protocol):
     def complete(self) -> Callable[..., Any]: ...
 
 
+class BatchIterator(Iterator[BatchResult]):
+    """What sync ``complete_many`` returns: its results as they come, ``close()``, and live ``stats``."""
+
+    def __init__(self, results: Generator[BatchResult, None, None], tally: Tally) -> None:
+        self._results = results
+        self._tally = tally
+
+    def __next__(self) -> BatchResult:
+        return next(self._results)
+
+    def close(self) -> None:
+        """Stop the batch: no further request starts; requests in flight finish on their own."""
+        self._results.close()
+
+    @property
+    def stats(self) -> BatchStats:
+        """The batch's figures so far (final once it is over)."""
+        return self._tally.snapshot()
+
+
+class AsyncBatchIterator(AsyncIterator[BatchResult]):
+    """What async ``complete_many`` returns: ``async for`` its results, ``aclose()``, and live ``stats``."""
+
+    def __init__(self, results: AsyncGenerator[BatchResult, None], tally: Tally) -> None:
+        self._results = results
+        self._tally = tally
+
+    async def __anext__(self) -> BatchResult:
+        return await anext(self._results)
+
+    async def aclose(self) -> None:
+        """Stop the batch and cancel the requests in flight."""
+        await self._results.aclose()
+
+    @property
+    def stats(self) -> BatchStats:
+        """The batch's figures so far (final once it is over)."""
+        return self._tally.snapshot()
+
+
 def complete_many(
     client: Completer,
     model: str,
@@ -64,19 +139,24 @@ def complete_many(
     concurrency: int = 16,
     ordered: bool = False,
     return_exceptions: bool = False,
+    requests_per_minute: float | None = None,
+    tokens_per_minute: float | None = None,
     **params: Any,
-) -> Generator[BatchResult, None, None]:
+) -> BatchIterator:
     """Complete every prompt with at most ``concurrency`` requests in flight, yielding results as they finish.
 
     ``prompts`` is read lazily, at most ``concurrency`` ahead of the results handed back. ``ordered=True``
-    yields results in input order instead. A failed prompt raises its ``APIError`` (after the rest
-    are cancelled) unless ``return_exceptions=True``, which yields it as a result. Each prompt gets
-    the client's ``max_retries``; a 429 pauses every worker until its Retry-After has passed.
-    Breaking out of the loop (or ``close()``) stops the batch; requests already sent are let finish.
+    yields results in input order instead. A failed prompt raises its ``APIError`` at once unless
+    ``return_exceptions=True``, which yields it as a result. Requests are paced evenly to
+    ``requests_per_minute`` and ``tokens_per_minute`` (an estimate: ``wrapper._pacing``) when given,
+    and slow down on 429s; each prompt gets the client's ``max_retries``. Breaking out of the loop
+    (or ``close()``) stops the batch; requests already sent finish on their own.
     """
     _check_arguments(prompts, concurrency)
+    pacer = Pacer(requests_per_minute, tokens_per_minute)
     jobs = ((index, prompt, params) for index, prompt in enumerate(prompts))
-    return _run(client, model, jobs, concurrency, ordered, return_exceptions)
+    batch = _Batch(client, model, Tally())
+    return BatchIterator(_run(batch, pacer, jobs, concurrency, ordered, return_exceptions), batch.tally)
 
 
 def acomplete_many(
@@ -87,8 +167,10 @@ def acomplete_many(
     concurrency: int = 16,
     ordered: bool = False,
     return_exceptions: bool = False,
+    requests_per_minute: float | None = None,
+    tokens_per_minute: float | None = None,
     **params: Any,
-) -> AsyncGenerator[BatchResult, None]:
+) -> AsyncBatchIterator:
     """The async ``complete_many``: prompts from an iterable or an async iterable, results by ``async for``.
 
     Leaving the loop early and closing the iterator (``aclose()``, or ``contextlib.aclosing``) cancels
@@ -100,7 +182,14 @@ def acomplete_many(
     else:
         jobs = ((index, prompt, params) for index, prompt in enumerate(prompts))
     return acomplete_jobs(
-        client, model, jobs, concurrency=concurrency, ordered=ordered, return_exceptions=return_exceptions
+        client,
+        model,
+        jobs,
+        concurrency=concurrency,
+        ordered=ordered,
+        return_exceptions=return_exceptions,
+        requests_per_minute=requests_per_minute,
+        tokens_per_minute=tokens_per_minute,
     )
 
 
@@ -112,10 +201,23 @@ def acomplete_jobs(
     concurrency: int,
     ordered: bool,
     return_exceptions: bool,
-) -> AsyncGenerator[BatchResult, None]:
-    """``acomplete_many`` over explicit jobs, each with its own index and parameters (the CLI's batch)."""
+    requests_per_minute: float | None = None,
+    tokens_per_minute: float | None = None,
+    limiter: Limiter | None = None,
+) -> AsyncBatchIterator:
+    """``acomplete_many`` over explicit jobs, each with its own index and parameters (the CLI's batch).
+
+    ``limiter`` paces the batch instead of the limits (one shared by many processes, say).
+    """
     _check_arguments(jobs, concurrency)
-    return _arun(client, model, jobs, concurrency, ordered, return_exceptions)
+    if limiter is None:
+        limiter = Pacer(requests_per_minute, tokens_per_minute)
+    elif requests_per_minute is not None or tokens_per_minute is not None:
+        raise ValueError("pass requests_per_minute/tokens_per_minute or a limiter, not both")
+    batch = _Batch(client, model, Tally())
+    return AsyncBatchIterator(
+        _arun(batch, limiter, jobs, concurrency, ordered, return_exceptions), batch.tally
+    )
 
 
 def _check_arguments(prompts: object, concurrency: int) -> None:
@@ -138,19 +240,46 @@ def _checked(job: Job) -> Job:
     return job
 
 
-def _backoff(exc: APIError, attempt: int, budget: int, pause_all: Callable[[float], None]) -> float:
-    """After failed attempt ``attempt``: re-raise ``exc`` when out of retries, else the seconds to wait.
+class _Batch:
+    """What a batch's attempts share: the client's ``complete`` (retries off), its retry budget, the tally."""
 
-    A 429 pauses the whole batch through ``pause_all`` (and returns 0); other retryable errors
-    delay only their own request.
-    """
-    if attempt >= budget or not is_retryable(exc):
-        raise exc
-    delay = retry_delay(attempt, getattr(exc, "retry_after", None))
-    if isinstance(exc, RateLimitError):
-        pause_all(delay)
-        return 0.0
-    return delay
+    def __init__(self, client: Completer, model: str, tally: Tally) -> None:
+        self.call = client.with_options(max_retries=0).complete
+        self.budget = client.max_retries
+        self.model = model
+        self.tally = tally
+
+    def failed(self, error: APIError, sent_after: int, retries: int) -> tuple[float, bool, bool]:
+        """After a failed attempt: (seconds to wait, does it use up a retry, must the limiter slow down).
+
+        Raises ``error`` when it is final. A 429 on a request sent before the batch's latest
+        slow-down was caused by the batch's own earlier pace: it costs no retry.
+        """
+        throttle = counted = True
+        if isinstance(error, RateLimitError):
+            throttle = counted = self.tally.rate_limited(sent_after)
+        try:
+            delay = retry_or_raise(error, retries, self.budget)
+        except APIError:
+            self.tally.add("failed")
+            raise
+        self.tally.add("retries")
+        return (
+            (0.0 if testing.is_testing() else delay),
+            counted,
+            throttle and isinstance(error, RateLimitError),
+        )
+
+    def succeeded(self, completion: Completion, estimate: int) -> int:
+        """Count a success; the tokens it used (as reported, else the estimate)."""
+        self.tally.completed(completion)
+        if completion.prompt_tokens is None or completion.response_tokens is None:
+            return estimate
+        return completion.prompt_tokens + completion.response_tokens
+
+
+def _retry_after(error: APIError) -> float | None:
+    return error.retry_after if isinstance(error, APIStatusError) else None
 
 
 class _Pending(Protocol):
@@ -205,65 +334,86 @@ class _Stopped(Exception):
     """The batch ended while this request was waiting for its turn."""
 
 
-class _Gate:
-    """Holds the workers of a sync batch while a shared pause (after a 429) lasts, and once it has ended."""
+def _attempts(batch: _Batch, pacer: Pacer, stop: threading.Event, job: Job) -> Completion:
+    """One prompt's attempts in a worker thread, paced, until it completes or fails for good."""
+    _, prompt, params = job
+    estimate = estimate_tokens(prompt, params)
+    retries = 0
+    wait = 0.0
+    while True:
+        if stop.wait(max(wait, pacer.reserve(estimate))):
+            raise _Stopped
+        sent_after, sent = batch.tally.slowdowns, time.monotonic()
+        batch.tally.sent()
+        try:
+            completion: Completion = batch.call(batch.model, prompt, **params)
+        except APIError as error:
+            batch.tally.answered(time.monotonic() - sent)
+            wait, counted, throttle = batch.failed(error, sent_after, retries)
+            if throttle:
+                pacer.slow_down(_retry_after(error))
+            retries += counted
+            continue
+        batch.tally.answered(time.monotonic() - sent)
+        pacer.correct(estimate, batch.succeeded(completion, estimate))
+        return completion
 
-    def __init__(self) -> None:
-        self._changed = threading.Condition()
-        self._until = 0.0
-        self._stopped = False
 
-    def pause(self, seconds: float) -> None:
-        with self._changed:
-            self._until = max(self._until, time.monotonic() + seconds)
+class _Workers:
+    """Daemon threads that run a sync batch's requests: started as the window fills, never joined.
+
+    Only the consuming thread reads the user's prompts; workers take jobs from a queue and settle
+    each job's future. A thread blocked in I/O when the batch ends is left to finish on its own
+    (its result is dropped), so neither the batch nor the interpreter's exit ever waits for it.
+    """
+
+    def __init__(self, limit: int, work: Callable[[Job], Completion]) -> None:
+        self._limit = limit
+        self._work = work
+        self._jobs: SimpleQueue[tuple[Job, Future[Completion]] | None] = SimpleQueue()
+        self._started = 0
+
+    def submit(self, job: Job) -> Future[Completion]:
+        future: Future[Completion] = Future()
+        if self._started < self._limit:
+            self._started += 1
+            name = f"complete_many-{self._started}"
+            threading.Thread(target=self._serve, name=name, daemon=True).start()
+        self._jobs.put((job, future))
+        return future
 
     def stop(self) -> None:
-        with self._changed:
-            self._stopped = True
-            self._changed.notify_all()
+        """Let every worker exit once it is idle (a worker in I/O exits after its request)."""
+        for _ in range(self._started):
+            self._jobs.put(None)
 
-    def wait(self, seconds: float = 0.0) -> None:
-        """Wait ``seconds`` and for any shared pause; raise ``_Stopped`` once the batch has ended."""
-        deadline = time.monotonic() + seconds
-        with self._changed:
-            while not self._stopped and (left := max(deadline, self._until) - time.monotonic()) > 0:
-                self._changed.wait(left)
-            if self._stopped:
-                raise _Stopped
-
-
-def _attempt(call: Callable[..., Any], model: str, job: Job, budget: int, gate: _Gate) -> Completion:
-    _, prompt, params = job
-    attempt, own_wait = 0, 0.0
-    while True:
-        gate.wait(own_wait)
-        try:
-            completion: Completion = call(model, prompt, **params)
-            return completion
-        except APIError as exc:
-            own_wait = _backoff(exc, attempt, budget, gate.pause)
-        attempt += 1
+    def _serve(self) -> None:
+        while (item := self._jobs.get()) is not None:
+            job, future = item
+            try:
+                future.set_result(self._work(job))
+            except BaseException as exc:  # handed to the consumer, which re-raises it
+                future.set_exception(exc)
 
 
 def _run(
-    client: Completer,
-    model: str,
+    batch: _Batch,
+    pacer: Pacer,
     jobs: Iterable[Job],
     concurrency: int,
     ordered: bool,
     keep: bool,
 ) -> Generator[BatchResult, None, None]:
-    call = client.with_options(max_retries=0).complete
-    budget = client.max_retries
-    gate = _Gate()
+    stop = threading.Event()
     window: _Window[Future[Completion]] = _Window(ordered)
     finished: SimpleQueue[object] = SimpleQueue()
     pending_jobs = iter(jobs)
-    executor = ThreadPoolExecutor(concurrency, thread_name_prefix="complete_many")
+    workers = _Workers(concurrency, lambda job: _attempts(batch, pacer, stop, job))
+    batch.tally.start()
     try:
         while True:
             while len(window) < concurrency and (job := next(pending_jobs, None)) is not None:
-                future = executor.submit(_attempt, call, model, _checked(job), budget, gate)
+                future = workers.submit(_checked(job))
                 future.add_done_callback(finished.put)
                 window.add(future, job[0])
             if not window:
@@ -272,61 +422,54 @@ def _run(
             for index, future in window.pop_done():
                 yield _result(index, future, keep)
     finally:
-        gate.stop()
-        executor.shutdown(wait=True, cancel_futures=True)
+        batch.tally.end()
+        stop.set()
+        workers.stop()
 
 
-class _AsyncGate:
-    """``_Gate`` for one event loop: holds the tasks of an async batch while a shared pause lasts."""
-
-    def __init__(self) -> None:
-        self._until = 0.0
-
-    def pause(self, seconds: float) -> None:
-        self._until = max(self._until, time.monotonic() + seconds)
-
-    async def wait(self, seconds: float = 0.0) -> None:
-        deadline = time.monotonic() + seconds
-        # Sleep again while a later 429 has pushed the pause further: a deadline, not an event.
-        while (left := max(deadline, self._until) - time.monotonic()) > 0:  # noqa: ASYNC110
-            await asyncio.sleep(left)
-
-
-async def _aattempt(
-    call: Callable[..., Any], model: str, job: Job, budget: int, gate: _AsyncGate
-) -> Completion:
+async def _aattempts(batch: _Batch, limiter: Limiter, job: Job) -> Completion:
+    """One prompt's attempts as a task, paced, until it completes or fails for good."""
     _, prompt, params = job
-    attempt, own_wait = 0, 0.0
+    estimate = estimate_tokens(prompt, params)
+    retries = 0
     while True:
-        await gate.wait(own_wait)
+        await limiter.acquire(estimate)
+        sent_after, sent = batch.tally.slowdowns, time.monotonic()
+        batch.tally.sent()
         try:
-            completion: Completion = await call(model, prompt, **params)
-            return completion
-        except APIError as exc:
-            own_wait = _backoff(exc, attempt, budget, gate.pause)
-        attempt += 1
+            completion: Completion = await batch.call(batch.model, prompt, **params)
+        except APIError as error:
+            batch.tally.answered(time.monotonic() - sent)
+            wait, counted, throttle = batch.failed(error, sent_after, retries)
+            if throttle:
+                await limiter.throttled(_retry_after(error))
+            retries += counted
+            if wait > 0:
+                await asyncio.sleep(wait)
+            continue
+        batch.tally.answered(time.monotonic() - sent)
+        await limiter.settle(estimate, batch.succeeded(completion, estimate))
+        return completion
 
 
 async def _arun(
-    client: Completer,
-    model: str,
+    batch: _Batch,
+    limiter: Limiter,
     jobs: Iterator[Job] | AsyncGenerator[Job, None],
     concurrency: int,
     ordered: bool,
     keep: bool,
 ) -> AsyncGenerator[BatchResult, None]:
-    call = client.with_options(max_retries=0).complete
-    budget = client.max_retries
-    gate = _AsyncGate()
     window: _Window[asyncio.Task[Completion]] = _Window(ordered)
     finished: asyncio.Queue[object] = asyncio.Queue()
+    batch.tally.start()
     try:
         while True:
             while len(window) < concurrency:
                 job = await anext(jobs, None) if isinstance(jobs, AsyncGenerator) else next(jobs, None)
                 if job is None:
                     break
-                task = asyncio.create_task(_aattempt(call, model, _checked(job), budget, gate))
+                task = asyncio.create_task(_aattempts(batch, limiter, _checked(job)))
                 task.add_done_callback(finished.put_nowait)
                 window.add(task, job[0])
             if not window:
@@ -335,6 +478,7 @@ async def _arun(
             for index, task in window.pop_done():
                 yield _result(index, task, keep)
     finally:
+        batch.tally.end()
         tasks = list(window)
         for task in tasks:
             task.cancel()

@@ -8,13 +8,15 @@ with up to 25% jitter taken off so that clients that failed together do not retr
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Mapping
 from datetime import UTC
 from email.utils import parsedate_to_datetime
 
-from .errors import APIConnectionError, APIStatusError
+from . import testing
+from .errors import APIConnectionError, APIError, APIStatusError
 
 __all__ = [
     "INITIAL_DELAY",
@@ -23,6 +25,8 @@ __all__ = [
     "is_retryable",
     "parse_retry_after",
     "retry_delay",
+    "retry_or_raise",
+    "sleep",
 ]
 
 INITIAL_DELAY = 0.5
@@ -31,12 +35,42 @@ MAX_RETRY_AFTER = 60.0
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
 
 _sleep = time.sleep  # the clients look these up at call time, so tests can substitute them
+logger = logging.getLogger("wrapper")
 
 
 async def _asleep(seconds: float) -> None:
     import asyncio  # not at module level: `import wrapper.scale` stays light
 
     await asyncio.sleep(seconds)
+
+
+def sleep(seconds: float) -> None:
+    """Wait ``seconds`` before a retry; return at once in testing mode (``wrapper.testing``)."""
+    if not testing.is_testing():
+        _sleep(seconds)
+
+
+async def asleep(seconds: float) -> None:
+    """``sleep`` for async code."""
+    if not testing.is_testing():
+        await _asleep(seconds)
+
+
+def retry_or_raise(error: APIError, retries: int, max_retries: int) -> float:
+    """Seconds to wait before retry ``retries + 1`` (logged at INFO); ``error`` raised when it is final."""
+    if retries >= max_retries or not is_retryable(error):
+        raise error
+    delay = retry_delay(retries, error.retry_after if isinstance(error, APIStatusError) else None)
+    logger.info(
+        "retrying %s %s in %.2fs (retry %d of %d) after: %s",
+        error.request.method,
+        error.request.url,
+        delay,
+        retries + 1,
+        max_retries,
+        error,
+    )
+    return delay
 
 
 def is_retryable(exc: BaseException) -> bool:

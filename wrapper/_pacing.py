@@ -1,0 +1,207 @@
+"""Client-side rate limits for batches: requests and tokens per minute, paced evenly, slowed by 429s.
+
+``Pacer`` spaces requests with the generic cell rate algorithm (GCRA): each quantity (requests,
+tokens) has a theoretical arrival time that every request pushes ``cost / rate`` seconds further;
+a request may go once that time is less than ``BURST`` seconds ahead, so at most a quarter of a
+second's budget ever goes at once, never a minute's. A request costing more than ``BURST`` seconds
+of budget goes once the pacer is idle and its excess is paid by the requests after it.
+
+With no limit given, or below the limits given, the pacer adapts (AIMD): a 429 sets the request rate
+to ``BACKOFF`` times the success rate achieved in the last seconds, or half the rate requests were
+sent at if more (at most ``BACKOFF`` times the current rate, at least half of it); the rate then
+grows by ``RECOVERY`` of that each second without a 429, up to the limit given. A 429's Retry-After
+pauses every request.
+
+Hand-written rather than aiolimiter, limits or pyrate-limiter: none of them lets a request cost more
+than its burst capacity (aiolimiter's ``acquire(amount)`` raises ``ValueError``, the others refuse
+it for ever), none takes back a cost once the response reports the real count, none changes its rate
+while running, and aiolimiter paces asyncio tasks only, while sync batches pace threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from ._retry import MAX_RETRY_AFTER
+
+__all__ = ["BURST", "Limiter", "Pacer", "checked_limit", "estimate_tokens"]
+
+BURST = 0.25
+"""Seconds of budget that may go at once."""
+BACKOFF = 0.8
+"""After a 429, the request rate becomes this fraction of the success rate achieved recently."""
+RECOVERY = 0.1
+"""Each second without a 429, the request rate grows by this fraction of the rate it was cut to."""
+MIN_RATE = 1 / 60
+"""Adaptation never slows below one request a minute."""
+WINDOW = 2.0
+"""Seconds over which the achieved success rate is measured."""
+MAX_TOKENS_PARAMS = ("max_tokens", "max_generated_token_count")  # Scale's, Gradient's
+
+
+class Limiter(Protocol):
+    """What paces a batch: the in-process ``Pacer``, or one shared by many processes (``wrapper.ray``)."""
+
+    async def acquire(self, cost: float) -> None:
+        """Wait until a request of ``cost`` estimated tokens may go."""
+        ...
+
+    async def settle(self, estimate: float, actual: float) -> None:
+        """Correct a sent request's token count once its response reports the real one."""
+        ...
+
+    async def throttled(self, retry_after: float | None) -> None:
+        """A request got 429 (after which the server asked for ``retry_after`` seconds, if it said)."""
+        ...
+
+
+def checked_limit(name: str, value: object) -> float | None:
+    """``value`` as a rate limit (None: no limit); ``ValueError`` naming ``name`` unless a number > 0."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+        raise ValueError(f"{name} must be a number > 0 (or None for no limit), got {value!r}")
+    return float(value)
+
+
+def estimate_tokens(prompt: str, params: Mapping[str, Any]) -> int:
+    """A request's token cost before it is sent: ``ceil(len(prompt) / 4)`` plus its max-tokens parameter."""
+    extra = next((params[name] for name in MAX_TOKENS_PARAMS if name in params), None)
+    if not isinstance(extra, int) or isinstance(extra, bool) or extra < 0:
+        extra = 0  # absent, or invalid: ``complete`` refuses it before anything is sent
+    return math.ceil(len(prompt) / 4) + extra
+
+
+class _Bucket:
+    """GCRA state of one quantity at ``rate`` units a second (``inf``: unlimited)."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+        self.due = -math.inf  # when everything charged so far is paid for
+
+    def ready_at(self, cost: float) -> float:
+        """The earliest time a request of ``cost`` units may go."""
+        if self.rate == math.inf:
+            return -math.inf
+        return self.due + min(cost / self.rate, BURST) - BURST
+
+    def charge(self, cost: float, at: float) -> None:
+        if self.rate != math.inf:
+            self.due = max(self.due, at) + cost / self.rate
+
+
+class _Recent:
+    """Events counted in ``WINDOW`` seconds, in ten fixed slots: a rate in constant memory."""
+
+    SLOTS = 10
+
+    def __init__(self, now: float) -> None:
+        self._started = now
+        self._counts = [0] * self.SLOTS
+        self._slot = 0  # the absolute slot number the newest count belongs to
+
+    def _advance(self, now: float) -> None:
+        slot = int((now - self._started) / (WINDOW / self.SLOTS))
+        for missed in range(self._slot + 1, min(slot, self._slot + self.SLOTS) + 1):
+            self._counts[missed % self.SLOTS] = 0
+        self._slot = max(self._slot, slot)
+
+    def add(self, now: float) -> None:
+        self._advance(now)
+        self._counts[self._slot % self.SLOTS] += 1
+
+    def rate(self, now: float) -> float:
+        """Events a second over the window (over the time since the start when shorter, at least 50 ms)."""
+        self._advance(now)
+        return sum(self._counts) / max(min(WINDOW, now - self._started), 0.05)
+
+
+class Pacer:
+    """Paces requests to ``requests_per_minute`` and ``tokens_per_minute`` (None: no limit), thread-safe.
+
+    Sync code calls ``reserve`` and waits what it returns; async code awaits ``acquire``. With
+    ``adaptive`` (the default) 429s lower the request rate below the limits, as the module says.
+    """
+
+    def __init__(
+        self,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+        *,
+        adaptive: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        rpm = checked_limit("requests_per_minute", requests_per_minute)
+        tpm = checked_limit("tokens_per_minute", tokens_per_minute)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._ceiling = math.inf if rpm is None else rpm / 60
+        self._requests = _Bucket(self._ceiling)
+        self._tokens = _Bucket(math.inf if tpm is None else tpm / 60)
+        self._adaptive = adaptive
+        self._cut_to = math.inf  # the request rate the last 429 set, and when
+        self._cut_at = 0.0
+        self._paused_until = -math.inf
+        self._successes = _Recent(clock())
+        self._sent = _Recent(clock())
+
+    @property
+    def requests_per_minute(self) -> float:
+        """The request rate the pacer keeps now (``inf``: none), after adaptation."""
+        with self._lock:
+            return self._rate(self._clock()) * 60
+
+    def _rate(self, now: float) -> float:
+        grown = self._cut_to * (1.0 + RECOVERY * (now - self._cut_at))
+        return min(self._ceiling, grown)
+
+    def reserve(self, cost: float) -> float:
+        """Book the next slot for a request of ``cost`` estimated tokens: the seconds to wait for it."""
+        with self._lock:
+            now = self._clock()
+            self._requests.rate = self._rate(now)
+            at = max(now, self._paused_until, self._requests.ready_at(1), self._tokens.ready_at(cost))
+            self._requests.charge(1, at)
+            self._tokens.charge(cost, at)
+            self._sent.add(now)
+            return at - now
+
+    def correct(self, estimate: float, actual: float) -> None:
+        """A request succeeded and used ``actual`` tokens where ``estimate`` was charged."""
+        with self._lock:
+            self._successes.add(self._clock())
+            if self._tokens.rate != math.inf:
+                self._tokens.due += (actual - estimate) / self._tokens.rate
+
+    def slow_down(self, retry_after: float | None) -> None:
+        """A 429: pause every request for ``retry_after`` seconds and (if adaptive) lower the rate."""
+        with self._lock:
+            now = self._clock()
+            if retry_after is not None:
+                self._paused_until = max(self._paused_until, now + min(retry_after, MAX_RETRY_AFTER))
+            if not self._adaptive:
+                return
+            current = self._rate(now)
+            # Before any success (a 429 at the start), half the rate requests were sent at.
+            achieved = max(BACKOFF * self._successes.rate(now), self._sent.rate(now) / 2)
+            cut = achieved if current == math.inf else min(BACKOFF * current, max(achieved, current / 2))
+            self._cut_to, self._cut_at = max(cut, MIN_RATE), now
+
+    async def acquire(self, cost: float) -> None:
+        """``Limiter.acquire``: wait for the slot ``reserve`` books."""
+        wait = self.reserve(cost)
+        if wait > 0:
+            await asyncio.sleep(wait)
+
+    async def settle(self, estimate: float, actual: float) -> None:
+        """``Limiter.settle``: ``correct``."""
+        self.correct(estimate, actual)
+
+    async def throttled(self, retry_after: float | None) -> None:
+        """``Limiter.throttled``: ``slow_down``."""
+        self.slow_down(retry_after)
