@@ -38,7 +38,8 @@ def load_spec(path: Path) -> dict[str, object]:
 def generate(name: str, spec_path: Path, workdir: Path) -> Path:
     """Generate the client for one spec under ``workdir``; fail on any generator warning."""
     normalised = workdir / f"{name}.json"
-    normalised.write_text(json.dumps(normalize(load_spec(spec_path)), indent=2), encoding="utf-8")
+    doc = normalize(load_spec(spec_path))
+    normalised.write_text(json.dumps(doc, indent=2), encoding="utf-8")
     out = workdir / name
     bindir = Path(sys.executable).parent  # the generator's post-hooks run ruff from here
     env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"}
@@ -50,6 +51,8 @@ def generate(name: str, spec_path: Path, workdir: Path) -> Path:
     output = (proc.stdout + proc.stderr).strip()
     if proc.returncode != 0 or output != f"Generating {out}":
         sys.exit(f"openapi-python-client failed or warned on {spec_path}:\n{output}")
+    # the normalised spec itself: the sandbox validates request bodies against it
+    (out / "spec.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return out
 
 

@@ -19,8 +19,9 @@ def test_help_lists_the_models_the_rag_collection_the_triggers_and_the_faults() 
     out = subprocess.run(
         [sys.executable, "-m", "wrapper.sandbox", "--help"], capture_output=True, text=True, check=True
     )
-    for expected in ("--port", "--seed", "nous-hermes2", "llama-3-8b-instruct", "wonderland", "contraband",
-                     "__fail__", "x-sandbox-fault", "retry-after", "cut=K", "malformed"):  # fmt: skip
+    for expected in ("--port", "--seed", "--rpm", "--tpm", "Retry-After", "nous-hermes2",
+                     "llama-3-8b-instruct", "wonderland", "contraband", "__fail__", "x-sandbox-fault",
+                     "retry-after", "cut=K", "malformed"):  # fmt: skip
         assert expected in out.stdout
 
 

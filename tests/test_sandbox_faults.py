@@ -159,5 +159,5 @@ async def test_stats_count_requests_in_flight_until_their_streams_end(sandbox: S
         await asyncio.gather(drain(), drain())
     async with httpx.AsyncClient(base_url=sandbox.url) as http:
         stats = (await http.get("/_sandbox/stats")).json()
-        assert stats == {"requests": 2, "in_flight": 0, "max_in_flight": 2}
+        assert stats == {"requests": 2, "in_flight": 0, "max_in_flight": 2, "rate_limited": 0}
         assert (await http.delete("/_sandbox/stats")).json()["requests"] == 0

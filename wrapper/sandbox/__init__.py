@@ -23,7 +23,14 @@ Faults (``Sandbox.inject``, ``POST /_sandbox/faults``, or one request's ``x-sand
 ``status=429;retry-after=1``, ``retry-after-ms=250``, ``delay=2``, ``pace=0.1`` (between stream chunks),
 ``cut=3`` (abort a stream after 3 chunks; a plain request is reset), ``reset``, ``malformed=json|shape``;
 selected by ``count=N`` (default 1), ``rate=0.2`` (seeded), ``api=gradient|scale``, ``model=ID``.
-``Sandbox.stats()`` (or ``GET /_sandbox/stats``) counts requests and the most in flight at once.
+Rate limits (``Sandbox(rpm=60, tpm=10_000)``, ``--rpm``/``--tpm``) apply per credential (Scale's
+``x-api-key``, Gradient's bearer token), paced per second as real services do: each credential's
+budget holds a second's share of the per-minute limit and refills continuously. A request costs the
+prompt's tokens plus its max tokens (or the sandbox's default) at admission, corrected to prompt plus
+generated tokens afterwards; one over a limit gets 429 in the API's error shape, with ``Retry-After``
+(whole seconds, rounded up) and ``retry-after-ms``.
+``Sandbox.stats()`` (or ``GET /_sandbox/stats``) counts requests, the most in flight at once, and the
+429s the rate limiter sent.
 The details, with each Gradient error's status: ``python -m wrapper.sandbox --help`` (``HELP``).
 """
 
@@ -37,7 +44,7 @@ from typing import Any, Self
 import uvicorn
 
 from . import _catalog
-from ._app import FAULT_HEADER, GRADIENT_STATUS, Exchange, SandboxApp, Stats
+from ._app import DEFAULT_MAX_TOKENS, FAULT_HEADER, GRADIENT_STATUS, Exchange, SandboxApp, Stats
 from ._faults import Fault, make_rule, parse_rule
 from ._faults import __doc__ as _FAULTS_DOC
 
@@ -49,6 +56,7 @@ def _help() -> str:
     scale = "\n".join(f"  {m.id:30} {m.description}" for m in _catalog.SCALE_MODELS)
     statuses = "\n".join(f"  {status}  {kind}" for kind, status in GRADIENT_STATUS.items())
     faults = (_FAULTS_DOC or "").split("\n\n", 1)[1]
+    default_max = ", ".join(f"{api.title()} {tokens}" for api, tokens in DEFAULT_MAX_TOKENS.items())
     return f"""\
 Gradient models (base URL http://HOST:PORT/api, header Authorization: Bearer <any>, x-gradient-workspace-id):
 {gradient}
@@ -68,6 +76,13 @@ Error triggers (Gradient statuses by error type):
   context -> 422; guidance on a model without it -> modelDoesNotSupportGuidance; rag with
   autoTemplate false -> ragRequiresAutoTemplating; other collection -> unknownRagCollection; no
   matching document -> noRagDocumentsFound; a missing credential, or {_catalog.REJECTED_CREDENTIAL!r} -> 401
+
+Rate limits (--rpm N, --tpm N; Sandbox(rpm=..., tpm=...)): per credential (Scale's x-api-key, Gradient's
+bearer token), paced per second: each credential's budget holds a second's share of the per-minute limit,
+refilled continuously. A request costs its prompt's tokens plus its max tokens (default: {default_max})
+at admission, corrected to prompt plus generated tokens once answered; a request over budget gets 429 in
+the API's error shape, with Retry-After (whole seconds, rounded up) and retry-after-ms.
+GET /_sandbox/stats counts these 429s as rate_limited.
 
 Fault injection: header `{FAULT_HEADER}: status=429;retry-after=1` (this request), POST /_sandbox/faults
 with JSON {{"status": 503, "count": 2, "api": "scale"}} (DELETE clears), or Sandbox.inject(...).
@@ -96,18 +111,37 @@ def _server(app: SandboxApp, host: str, port: int) -> uvicorn.Server:
     return server
 
 
-def serve(host: str = "127.0.0.1", port: int = 3026, seed: int | None = 0) -> None:
-    """Serve the sandbox in the foreground until interrupted."""
-    _server(SandboxApp(seed), host, port).run()
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 3026,
+    seed: int | None = 0,
+    *,
+    rpm: float | None = None,
+    tpm: float | None = None,
+) -> None:
+    """Serve the sandbox in the foreground until interrupted (``rpm``/``tpm``: limits per credential)."""
+    _server(SandboxApp(seed, rpm=rpm, tpm=tpm), host, port).run()
 
 
 class Sandbox:
-    """The sandbox on a free port of 127.0.0.1, in a background thread: ``with Sandbox() as sb: ...``."""
+    """The sandbox on a free port of 127.0.0.1, in a background thread: ``with Sandbox() as sb: ...``.
+
+    ``rpm``/``tpm`` limit requests and tokens per minute for each credential (None: no limit); a request
+    over a limit is answered 429 with ``Retry-After`` and ``retry-after-ms``. ``record=True`` keeps every
+    exchange in ``exchanges``.
+    """
 
     def __init__(
-        self, *, seed: int | None = 0, host: str = "127.0.0.1", port: int = 0, record: bool = False
+        self,
+        *,
+        seed: int | None = 0,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        record: bool = False,
+        rpm: float | None = None,
+        tpm: float | None = None,
     ) -> None:
-        self.app = SandboxApp(seed)
+        self.app = SandboxApp(seed, rpm=rpm, tpm=tpm)
         if record:
             self.app.exchanges = []
         self._host, self._port = host, port
@@ -197,7 +231,8 @@ class Sandbox:
         return self.app.exchanges
 
     def stats(self) -> Stats:
-        """Requests served, in flight now, and the most in flight at once, since the last reset."""
+        """Requests served, in flight now, the most in flight at once, and 429s sent by the rate limiter,
+        since the last reset."""
         return self.app.counter.snapshot()
 
     def reset_stats(self) -> None:

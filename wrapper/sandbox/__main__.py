@@ -5,6 +5,17 @@ from __future__ import annotations
 import argparse
 
 from . import HELP, serve
+from ._limits import checked_limit
+
+
+def _per_minute(text: str) -> float:
+    """A ``--rpm``/``--tpm`` value: a positive number."""
+    try:
+        value = checked_limit("the limit", float(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive number, not {text!r}") from None
+    assert value is not None
+    return value
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -20,12 +31,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--seed", type=int, default=0, help="seed for sampling and fault rates (default: %(default)s)"
     )
+    parser.add_argument(
+        "--rpm", type=_per_minute, metavar="N", help="requests per minute per credential (default: no limit)"
+    )
+    parser.add_argument(
+        "--tpm", type=_per_minute, metavar="N", help="tokens per minute per credential (default: no limit)"
+    )
     args = parser.parse_args(argv)
     print(
         f"Sandbox: Gradient at http://{args.host}:{args.port}/api, Scale at http://{args.host}:{args.port}",
         flush=True,
     )
-    serve(args.host, args.port, args.seed)
+    serve(args.host, args.port, args.seed, rpm=args.rpm, tpm=args.tpm)
 
 
 if __name__ == "__main__":

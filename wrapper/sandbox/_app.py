@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 from starlette.applications import Starlette
@@ -19,8 +21,9 @@ from starlette.types import Message, Receive, Scope, Send
 
 from . import _catalog
 from ._faults import Api, Fault, FaultPlan, make_rule, parse_rule
+from ._limits import RateLimits
 from ._lm import Generation, LanguageModel, Sampling, Step
-from ._validate import Invalid, error, gradient_request, scale_request
+from ._validate import Invalid, error, request_body
 
 
 class _Anything(Convertor[str]):
@@ -53,8 +56,9 @@ GRADIENT_STATUS = {
 """The HTTP status the sandbox sends with each Gradient error ``type`` (the spec only says 4XX)."""
 
 FAULT_HEADER = "x-sandbox-fault"
-_GRADIENT_TEMPERATURE, _GRADIENT_MAX_TOKENS = 0.7, 64  # defaults the spec leaves open
-_SCALE_TEMPERATURE, _SCALE_MAX_TOKENS = 0.2, 100  # the spec's default and its "LLM Engine" default
+_GRADIENT_TEMPERATURE, _SCALE_TEMPERATURE = 0.7, 0.2  # a default Gradient's spec leaves open; Scale's
+DEFAULT_MAX_TOKENS: dict[Api, int] = {"gradient": 64, "scale": 100}
+"""Max tokens when a request sets none: a default Gradient's spec leaves open; Scale's "LLM Engine" one."""
 _STREAM_FAILS_AFTER = 2  # chunks a ``__fail__`` stream sends before its error event
 
 
@@ -65,11 +69,13 @@ class _Connection(Protocol):
 
 @dataclass(frozen=True)
 class Stats:
-    """Requests to the vendor routes: served since the last reset, in flight now, most in flight at once."""
+    """Requests to the vendor routes since the last reset: served, in flight now, most in flight at once,
+    and answered 429 by the rate limiter (``Sandbox(rpm=..., tpm=...)``; injected faults not counted)."""
 
     requests: int
     in_flight: int
     max_in_flight: int
+    rate_limited: int = 0
 
 
 @dataclass
@@ -90,7 +96,7 @@ class _Counter:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.requests = self.in_flight = self.max_in_flight = 0
+        self.requests = self.in_flight = self.max_in_flight = self.rate_limited = 0
 
     def enter(self) -> None:
         with self._lock:
@@ -102,20 +108,25 @@ class _Counter:
         with self._lock:
             self.in_flight -= 1
 
+    def limited(self) -> None:
+        with self._lock:
+            self.rate_limited += 1
+
     def snapshot(self) -> Stats:
         with self._lock:
-            return Stats(self.requests, self.in_flight, self.max_in_flight)
+            return Stats(self.requests, self.in_flight, self.max_in_flight, self.rate_limited)
 
     def reset(self) -> None:
         with self._lock:
-            self.requests, self.max_in_flight = 0, self.in_flight
+            self.requests, self.max_in_flight, self.rate_limited = 0, self.in_flight, 0
 
 
 class SandboxApp:
     """The ASGI app. ``connections`` lists the server's open connections, so faults can abort one."""
 
-    def __init__(self, seed: int | None = 0) -> None:
+    def __init__(self, seed: int | None = 0, *, rpm: float | None = None, tpm: float | None = None) -> None:
         self.rng = random.Random(seed)
+        self.limits = RateLimits(rpm, tpm)
         self.faults = FaultPlan(seed)
         self.counter = _Counter()
         self.connections: Callable[[], Iterable[_Connection]] = tuple
@@ -228,6 +239,29 @@ class SandboxApp:
             return Response(body, media_type="application/json")
         return None
 
+    def _admit(
+        self, api: Api, credential: str, prompt: str, max_tokens: float | None
+    ) -> Response | Callable[[int], None]:
+        """Charge a request to its credential's rate limits: a 429 in the API's error shape when it is over
+        one, else the function that corrects the token charge with the tokens used once answered."""
+        key = (api, credential)
+        estimate = LanguageModel.count(prompt) + max(0, int(max_tokens or DEFAULT_MAX_TOKENS[api]))
+        refusal = self.limits.admit(key, estimate)
+        if refusal is None:
+            return partial(self.limits.settle, key, estimate)
+        self.counter.limited()
+        message = (
+            f"Rate limit reached: {refusal.per_minute:g} {refusal.limit} per minute; "
+            f"retry in {refusal.wait:.3f} s"
+        )
+        if api == "gradient":
+            response = _gradient_error("failed", message, 429)
+        else:
+            response = JSONResponse({"detail": message}, status_code=429)
+        response.headers["retry-after"] = str(math.ceil(refusal.wait))
+        response.headers["retry-after-ms"] = str(math.ceil(refusal.wait * 1000))
+        return response
+
     # -- Gradient ------------------------------------------------------------------------------------
 
     async def _gradient(self, request: Request) -> Response:
@@ -257,12 +291,17 @@ class SandboxApp:
                 issues=[error(("id",), "string_too_short", "Invalid model id", model_id)],
             )
         try:
-            body = gradient_request(await request.body())
+            body = request_body("gradient", await request.body())
         except Invalid as exc:
             return _gradient_error("bodyParsingError", "Invalid request body", issues=exc.errors)
-        return self._gradient_complete(model_id, body)
+        settle = self._admit("gradient", token.strip(), body["query"], body.get("maxGeneratedTokenCount"))
+        if isinstance(settle, Response):
+            return settle
+        return self._gradient_complete(model_id, body, settle)
 
-    def _gradient_complete(self, model_id: str, body: dict[str, Any]) -> Response:
+    def _gradient_complete(
+        self, model_id: str, body: dict[str, Any], settle: Callable[[int], None]
+    ) -> Response:
         known = self.models.get(("gradient", model_id))
         if known is None:
             kind = "unknownModelAdapter" if model_id.endswith(_catalog.ADAPTER_SUFFIX) else "unknownBaseModel"
@@ -283,9 +322,10 @@ class SandboxApp:
         if "rag" in body:
             if not body.get("autoTemplate", True):
                 return _gradient_error("ragRequiresAutoTemplating", "RAG requires autoTemplate to be true")
-            if body["rag"] != _catalog.RAG_COLLECTION:
+            collection = body["rag"]["collectionId"]
+            if collection != _catalog.RAG_COLLECTION:
                 return _gradient_error(
-                    "unknownRagCollection", f"RAG collection {body['rag']!r} does not exist"
+                    "unknownRagCollection", f"RAG collection {collection!r} does not exist"
                 )
             documents = _catalog.retrieve(query)
             if not documents:
@@ -302,20 +342,21 @@ class SandboxApp:
         if _catalog.FAIL_TRIGGER in query:
             return _gradient_error("failed", "Generation failed")
         if "guidance" in body:
-            return JSONResponse(
-                {"finishReason": "stop", "generatedOutput": lm.choose(prompt, body["guidance"])}
-            )
+            choice = lm.choose(prompt, body["guidance"]["value"])
+            settle(prompt_tokens + lm.count(choice))
+            return JSONResponse({"finishReason": "stop", "generatedOutput": choice})
         sampling = _sampling(
             body.get("temperature"),
             body.get("topK"),
             body.get("topP"),
-            body.get("maxGeneratedTokenCount") or _GRADIENT_MAX_TOKENS,
+            body.get("maxGeneratedTokenCount") or DEFAULT_MAX_TOKENS["gradient"],
             model.context - prompt_tokens,
             _GRADIENT_TEMPERATURE,
         )
         generation = lm.generate(prompt, sampling, self.rng)
         for _ in generation:
             pass
+        settle(prompt_tokens + generation.tokens)
         return JSONResponse({"finishReason": generation.finish_reason, "generatedOutput": generation.text})
 
     # -- Scale ---------------------------------------------------------------------------------------
@@ -330,12 +371,16 @@ class SandboxApp:
         stream = _wants_stream(raw)
         if answer := await self._apply(request, fault, "scale", stream):
             return answer
-        if request.headers.get("x-api-key", "") in ("", _catalog.REJECTED_CREDENTIAL):
+        credential = request.headers.get("x-api-key", "")
+        if credential in ("", _catalog.REJECTED_CREDENTIAL):
             return JSONResponse({"detail": "Not authenticated: send the x-api-key header"}, status_code=401)
         try:
-            body = scale_request(raw)
+            body = request_body("scale", raw)
         except Invalid as exc:
             return _scale_invalid(exc.errors)
+        settle = self._admit("scale", credential, body["prompt"], body.get("max_tokens"))
+        if isinstance(settle, Response):
+            return settle
         known = self.models.get(("scale", model_id))
         if known is None:
             return JSONResponse({"detail": f"Model deployment {model_id!r} not found"}, status_code=404)
@@ -343,7 +388,7 @@ class SandboxApp:
         prompt: str = body["prompt"]
         prompt_tokens = lm.count(prompt)
         room = model.context - prompt_tokens
-        max_tokens = int(body.get("max_tokens", min(_SCALE_MAX_TOKENS, room)))
+        max_tokens = int(body.get("max_tokens", min(DEFAULT_MAX_TOKENS["scale"], room)))
         if max_tokens > room:
             msg = (
                 f"prompt tokens ({prompt_tokens}) plus max_tokens exceed the context length ({model.context})"
@@ -366,7 +411,7 @@ class SandboxApp:
         if stream:
             pace = fault.pace if fault else 0.0
             events = _scale_events(
-                generation, prompt, prompt_tokens, bool(sampling.top_logprobs), failing, pace
+                generation, prompt, prompt_tokens, bool(sampling.top_logprobs), failing, pace, settle
             )
             if fault and (fault.cut is not None or fault.malformed):
                 events = self._faulty_stream(request, events, fault)
@@ -374,6 +419,7 @@ class SandboxApp:
                 events, media_type="text/event-stream", headers={"cache-control": "no-cache"}
             )
         steps = list(generation)
+        settle(prompt_tokens + generation.tokens)
         response: dict[str, Any] = {
             "completions": [[prompt, [generation.text]]],
             "finish_reason": generation.finish_reason,
@@ -458,22 +504,34 @@ def _logprob(step: Step) -> dict[str, Any]:
 
 
 async def _scale_events(
-    generation: Generation, prompt: str, prompt_tokens: int, logprobs: bool, failing: bool, pace: float
+    generation: Generation,
+    prompt: str,
+    prompt_tokens: int,
+    logprobs: bool,
+    failing: bool,
+    pace: float,
+    settle: Callable[[int], None],
 ) -> AsyncIterator[str]:
-    """One SSE event per generated token, then a final one with the finish reason and token counts."""
-    for i, step in enumerate(generation):
-        if failing and i == _STREAM_FAILS_AFTER:
-            yield (
-                "event: error\ndata: "
-                + json.dumps({"detail": "Generation failed", "status_code": 500})
-                + "\n\n"
-            )
-            return
-        chunk: dict[str, Any] = {"completions": [[prompt, [step.delta]]]}
-        if logprobs:
-            chunk["choices"] = [{"index": 0, "logprobs": {"content": [_logprob(step)]}}]
-        yield f"data: {json.dumps(chunk)}\n\n"
-        await asyncio.sleep(pace)  # flushes the chunk before the next token is generated
+    """One SSE event per generated token, then a final one with the finish reason and token counts.
+
+    ``settle`` gets the tokens used (the prompt's and those generated) when the stream ends, however it ends.
+    """
+    try:
+        for i, step in enumerate(generation):
+            if failing and i == _STREAM_FAILS_AFTER:
+                yield (
+                    "event: error\ndata: "
+                    + json.dumps({"detail": "Generation failed", "status_code": 500})
+                    + "\n\n"
+                )
+                return
+            chunk: dict[str, Any] = {"completions": [[prompt, [step.delta]]]}
+            if logprobs:
+                chunk["choices"] = [{"index": 0, "logprobs": {"content": [_logprob(step)]}}]
+            yield f"data: {json.dumps(chunk)}\n\n"
+            await asyncio.sleep(pace)  # flushes the chunk before the next token is generated
+    finally:
+        settle(prompt_tokens + generation.tokens)
     last = {
         "completions": [[prompt, [generation.tail]]],
         "finish_reason": generation.finish_reason,

@@ -219,6 +219,7 @@ class LanguageModel:
         """The most likely of ``choices`` after ``prompt`` (the first one on a tie)."""
         return max(choices, key=lambda choice: self.score(prompt, " " + choice))
 
-    def count(self, text: str) -> int:
+    @staticmethod
+    def count(text: str) -> int:
         """The number of tokens in ``text``."""
         return len(_TOKEN.findall(text))

@@ -1,34 +1,55 @@
-"""Request-body validation against the specs' constraints, reporting errors the way each API does.
+"""Request-body validation against the normalised specs, reporting errors the way each API does.
 
-Scale's errors are FastAPI/pydantic-style ``{loc, msg, type, input, ctx}`` items; Gradient's are
-``{path, message}`` issues wrapped in a ``bodyParsingError`` payload by the app.
+Each body is checked with jsonschema against its operation's request-body schema in
+``generated/<api>/spec.json`` (written by ``make regen``), so a regenerated spec's new fields are
+accepted and its bounds enforced with no edit here. jsonschema's errors are reworded as
+FastAPI/pydantic-style ``{type, loc, msg, input, ctx}`` items: Scale sends them in its 422, and
+Gradient's app wraps them in a ``bodyParsingError`` payload.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
-from typing import Any
+import re
+from collections.abc import Callable, Iterator, Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from jsonschema import ValidationError
+from jsonschema.protocols import Validator
+from jsonschema.validators import extend
+from openapi_schema_validator import OAS30Validator, OAS31Validator
+
+import generated
 
 Loc = tuple[str | int, ...]
+ApiName = Literal["gradient", "scale"]
 
-_TYPES: dict[str, tuple[str, str, Callable[[Any], bool]]] = {
-    "string": ("string_type", "Input should be a valid string", lambda v: isinstance(v, str)),
-    "boolean": ("bool_type", "Input should be a valid boolean", lambda v: isinstance(v, bool)),
-    "integer": (
-        "int_type",
-        "Input should be a valid integer",
-        lambda v: (
-            (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())
-        ),
-    ),
-    "number": (
-        "float_type",
-        "Input should be a valid number",
-        lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-    ),
-    "array": ("list_type", "Input should be a valid list", lambda v: isinstance(v, list)),
-    "object": ("dict_type", "Input should be a valid dictionary", lambda v: isinstance(v, dict)),
+OPERATIONS: dict[ApiName, tuple[str, str, Loc]] = {
+    "gradient": ("/models/{id}/complete", "post", ()),
+    "scale": ("/v4/models/{model_deployment_id}/completions", "post", ("body",)),
+}
+"""Per API: the spec path and method whose request body the sandbox serves, and where its errors point
+(Scale's, like FastAPI's, start at ``body``; Gradient's at the field)."""
+
+SPECS = Path(generated.__file__).parent
+"""Where ``<api>/spec.json`` is read from (tests point it at a regenerated copy)."""
+
+_TYPES = {
+    "string": ("string_type", "Input should be a valid string"),
+    "boolean": ("bool_type", "Input should be a valid boolean"),
+    "integer": ("int_type", "Input should be a valid integer"),
+    "number": ("float_type", "Input should be a valid number"),
+    "array": ("list_type", "Input should be a valid list"),
+    "object": ("dict_type", "Input should be a valid dictionary"),
+    "null": ("none_required", "Input should be None"),
+}
+_BOUNDS = {
+    "ge": ("greater_than_equal", "greater than or equal to"),
+    "gt": ("greater_than", "greater than"),
+    "le": ("less_than_equal", "less than or equal to"),
+    "lt": ("less_than", "less than"),
 }
 
 
@@ -48,96 +69,6 @@ def error(loc: Loc, type_: str, msg: str, value: Any = None, **ctx: Any) -> dict
     return item
 
 
-class _Checker:
-    """Collects the errors of one body, field by field."""
-
-    def __init__(self, body: Mapping[str, Any], loc: Loc) -> None:
-        self.body, self.loc, self.errors = body, loc, list[dict[str, Any]]()
-
-    def field(self, name: str, kind: str, *, nullable: bool = False, required: bool = False) -> Any:
-        """The value of ``name`` if it has type ``kind`` (None when absent, null or wrong)."""
-        return self.value(self.body, (*self.loc, name), name, kind, nullable=nullable, required=required)
-
-    def value(
-        self, container: Mapping[str, Any], loc: Loc, name: str, kind: str, *, nullable: bool, required: bool
-    ) -> Any:
-        if name not in container:
-            if required:
-                self.errors.append(error(loc, "missing", "Field required", dict(container)))
-            return None
-        value = container[name]
-        if value is None and nullable:
-            return None
-        type_, msg, ok = _TYPES[kind]
-        if not ok(value):
-            self.errors.append(error(loc, type_, msg, value))
-            return None
-        return value
-
-    def bound(
-        self,
-        name: str,
-        value: Any,
-        *,
-        ge: float | None = None,
-        le: float | None = None,
-        gt: float | None = None,
-        lt: float | None = None,
-    ) -> None:
-        """Check a number against its inclusive (ge/le) or exclusive (gt/lt) bounds."""
-        loc = (*self.loc, name)
-        for key, limit, type_, words in (
-            ("ge", ge, "greater_than_equal", "greater than or equal to"),
-            ("gt", gt, "greater_than", "greater than"),
-            ("le", le, "less_than_equal", "less than or equal to"),
-            ("lt", lt, "less_than", "less than"),
-        ):
-            if value is None or limit is None:
-                continue
-            ok = {"ge": value >= limit, "gt": value > limit, "le": value <= limit, "lt": value < limit}[key]
-            if not ok:
-                self.errors.append(
-                    error(loc, type_, f"Input should be {words} {limit:g}", value, **{key: limit})
-                )
-
-    def length(
-        self, loc: Loc, value: Any, *, kind: str, min_length: int = 0, max_length: int | None = None
-    ) -> None:
-        """Check the length of a string or list."""
-        if value is None:
-            return
-        unit = "character" if kind == "String" else "item"
-        if len(value) < min_length:
-            self.errors.append(
-                error(
-                    loc,
-                    "string_too_short" if kind == "String" else "too_short",
-                    f"{kind} should have at least {min_length} {unit}{'s' * (min_length != 1)}",
-                    value,
-                    min_length=min_length,
-                )
-            )
-        elif max_length is not None and len(value) > max_length:
-            self.errors.append(
-                error(
-                    loc,
-                    "string_too_long" if kind == "String" else "too_long",
-                    f"{kind} should have at most {max_length} {unit}{'s' * (max_length != 1)}",
-                    value,
-                    max_length=max_length,
-                )
-            )
-
-    def items(self, name: str, values: Any, kind: str) -> None:
-        """Check each item of a list field."""
-        for i, item in enumerate(values or ()):
-            self.value({str(i): item}, (*self.loc, name, i), str(i), kind, nullable=False, required=True)
-
-    def raise_if_invalid(self) -> None:
-        if self.errors:
-            raise Invalid(self.errors)
-
-
 def parse_json(raw: bytes) -> Any:
     """The JSON document in ``raw``, or Invalid with a ``json_invalid`` error."""
     try:
@@ -149,114 +80,97 @@ def parse_json(raw: bytes) -> Any:
         ) from None
 
 
-def _object(raw: bytes, loc: Loc) -> _Checker:
+def request_body(api: ApiName, raw: bytes) -> dict[str, Any]:
+    """The JSON object in ``raw`` if it is a valid ``api`` request body (null fields dropped), or Invalid."""
     body = parse_json(raw)
-    if not isinstance(body, dict):
-        msg = "Input should be a valid dictionary or object to extract fields from"
-        raise Invalid([error(loc, "model_attributes_type", msg, body)])
-    return _Checker(body, loc)
+    validator, prefix = _validator(SPECS, api)
+    errors: list[dict[str, Any]] = []
+    for problem in validator.iter_errors(body):
+        for item in _items(problem, prefix):
+            if item not in errors:  # OAS 3.0's type check can report one null twice
+                errors.append(item)
+    if errors:
+        raise Invalid(errors)
+    return {name: value for name, value in body.items() if value is not None}
 
 
-_SCALE_FIELDS = {
-    "model_request_parameters": "object", "temperature": "number", "stop_sequences": "array",
-    "max_tokens": "integer", "top_p": "number", "top_k": "number", "frequency_penalty": "number",
-    "presence_penalty": "number", "stream": "boolean", "logprobs": "boolean", "top_logprobs": "integer",
-    "chat_template": "string", "chat_template_kwargs": "object", "reasoning_effort": "string",
-    "prompt": "string",
-}  # fmt: skip
-_EFFORTS = ("low", "medium", "high")
+@cache
+def _validator(specs: Path, api: ApiName) -> tuple[Validator, Loc]:
+    """The compiled validator of ``api``'s request body, read once from ``specs/<api>/spec.json``."""
+    spec = json.loads((specs / api / "spec.json").read_text(encoding="utf-8"))
+    path, method, prefix = OPERATIONS[api]
+    schema = spec["paths"][path][method]["requestBody"]["content"]["application/json"]["schema"]
+    cls = _OAS30 if str(spec.get("openapi", "")).startswith("3.0") else OAS31Validator
+    validator: Validator = cls({**spec, **schema})  # the spec's own $refs resolve against it
+    return validator, prefix
 
 
-def scale_request(raw: bytes) -> dict[str, Any]:
-    """A valid ``CompletionRequestV2`` body, or Invalid."""
-    check = _object(raw, ("body",))
-    values = {
-        name: check.field(name, kind, required=name == "prompt") for name, kind in _SCALE_FIELDS.items()
-    }
-    for name in check.body.keys() - _SCALE_FIELDS.keys():
-        check.errors.append(
-            error(("body", name), "extra_forbidden", "Extra inputs are not permitted", check.body[name])
-        )
-    check.bound("temperature", values["temperature"], ge=0, le=2)
-    check.length(("body", "stop_sequences"), values["stop_sequences"], kind="List", max_length=4)
-    check.items("stop_sequences", values["stop_sequences"], "string")
-    if values["reasoning_effort"] is not None and values["reasoning_effort"] not in _EFFORTS:
-        expected = "'low', 'medium' or 'high'"
-        check.errors.append(
-            error(
-                ("body", "reasoning_effort"),
-                "literal_error",
-                f"Input should be {expected}",
-                values["reasoning_effort"],
-                expected=expected,
-            )
-        )
-    bindings = values["model_request_parameters"]
-    if bindings is not None:
-        inner = _Checker(bindings, ("body", "model_request_parameters"))
-        found = inner.field("bindings", "object", required=True)
-        for name in bindings.keys() - {"bindings"}:
-            inner.errors.append(
-                error((*inner.loc, name), "extra_forbidden", "Extra inputs are not permitted", bindings[name])
-            )
-        for key, value in (found or {}).items():
-            if not isinstance(value, str | int | float | bool):
-                inner.errors.append(
-                    error(
-                        (*inner.loc, "bindings", key), "string_type", "Input should be a valid string", value
-                    )
-                )
-        check.errors += inner.errors
-    check.raise_if_invalid()
-    return {k: v for k, v in values.items() if v is not None}
+def _nullable(keyword: Callable[..., Iterator[ValidationError]]) -> Callable[..., Iterator[ValidationError]]:
+    """``keyword``, except that null passes where the schema says ``nullable: true``."""
+
+    def check(
+        validator: Any, value: Any, instance: Any, schema: Mapping[str, Any]
+    ) -> Iterator[ValidationError]:
+        if instance is None and schema.get("nullable") is True:
+            return
+        yield from keyword(validator, value, instance, schema)
+
+    return check
 
 
-def gradient_request(raw: bytes) -> dict[str, Any]:
-    """A valid ``CompleteModelBodyParams`` body, or Invalid."""
-    check = _object(raw, ())
-    query = check.field("query", "string", required=True)
-    check.length(("query",), query, kind="String", min_length=1)
-    values = {
-        "query": query,
-        "autoTemplate": check.field("autoTemplate", "boolean", nullable=True),
-        "maxGeneratedTokenCount": check.field("maxGeneratedTokenCount", "integer", nullable=True),
-        "temperature": check.field("temperature", "number", nullable=True),
-        "topK": check.field("topK", "integer", nullable=True),
-        "topP": check.field("topP", "number", nullable=True),
-    }
-    check.bound("maxGeneratedTokenCount", values["maxGeneratedTokenCount"], gt=0, lt=512)
-    guidance = check.field("guidance", "object", nullable=True)
-    if guidance is not None:
-        inner = _Checker(guidance, ("guidance",))
-        if inner.field("type", "string", required=True) not in (None, "choice"):
-            inner.errors.append(
-                error(
-                    ("guidance", "type"),
-                    "literal_error",
-                    "Input should be 'choice'",
-                    guidance["type"],
-                    expected="'choice'",
-                )
-            )
-        choices = inner.field("value", "array", required=True)
-        inner.length(("guidance", "value"), choices, kind="List", min_length=1, max_length=10)
-        inner.items("value", choices, "string")
-        for i, choice in enumerate(choices or ()):
-            inner.length(
-                ("guidance", "value", i),
-                choice if isinstance(choice, str) else None,
-                kind="String",
-                min_length=1,
-                max_length=32,
-            )
-        check.errors += inner.errors
-        values["guidance"] = choices
-    rag = check.field("rag", "object", nullable=True)
-    if rag is not None:
-        inner = _Checker(rag, ("rag",))
-        collection = inner.field("collectionId", "string", required=True)
-        inner.length(("rag", "collectionId"), collection, kind="String", min_length=1)
-        check.errors += inner.errors
-        values["rag"] = collection
-    check.raise_if_invalid()
-    return {k: v for k, v in values.items() if v is not None}
+# OAS 3.0's ``{nullable: true, allOf: [{$ref: ...}]}`` (normalize.py's shape of a nullable object) takes null
+_OAS30 = extend(
+    OAS30Validator, {kw: _nullable(OAS30Validator.VALIDATORS[kw]) for kw in ("allOf", "anyOf", "oneOf")}
+)
+
+
+def _items(problem: ValidationError, prefix: Loc) -> Iterator[dict[str, Any]]:
+    """The pydantic-style items for one jsonschema error."""
+    loc: Loc = (*prefix, *problem.absolute_path)
+    keyword, limit, value = problem.validator, problem.validator_value, problem.instance
+    if keyword == "type":
+        if not problem.absolute_path and limit == "object":
+            msg = "Input should be a valid dictionary or object to extract fields from"
+            yield error(loc, "model_attributes_type", msg, value)
+            return
+        kinds = [limit] if isinstance(limit, str) else [k for k in limit if k != "null"] or ["null"]
+        type_, msg = _TYPES.get(kinds[0], ("type_error", str(problem.message)))
+        yield error(loc, type_, msg, value)
+    elif keyword == "required":
+        for name in limit:
+            if name not in value:
+                yield error((*loc, name), "missing", "Field required", value)
+    elif keyword == "additionalProperties" and limit is False:
+        known = problem.schema.get("properties", {})
+        patterns = problem.schema.get("patternProperties", {})
+        for name in value:
+            if name not in known and not any(re.search(p, name) for p in patterns):
+                yield error((*loc, name), "extra_forbidden", "Extra inputs are not permitted", value[name])
+    elif keyword in ("enum", "const"):
+        choices = [repr(choice) for choice in (limit if keyword == "enum" else [limit])]
+        expected = choices[0] if len(choices) == 1 else f"{', '.join(choices[:-1])} or {choices[-1]}"
+        yield error(loc, "literal_error", f"Input should be {expected}", value, expected=expected)
+    elif keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        lower = keyword.endswith("inimum")
+        exclusive = keyword.startswith("exclusive") or problem.schema.get(f"exclusiveM{keyword[1:]}") is True
+        key = ("gt" if exclusive else "ge") if lower else ("lt" if exclusive else "le")
+        type_, words = _BOUNDS[key]
+        yield error(loc, type_, f"Input should be {words} {limit:g}", value, **{key: limit})
+    elif keyword in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"):
+        short = keyword.startswith("min")
+        kind, unit = {"L": ("String", "character"), "I": ("List", "item"), "P": ("Dictionary", "item")}[
+            keyword[3]
+        ]
+        type_ = ("string_" if kind == "String" else "") + ("too_short" if short else "too_long")
+        msg = f"{kind} should have {'at least' if short else 'at most'} {limit} {unit}{'s' * (limit != 1)}"
+        yield error(loc, type_, msg, value, **{"min_length" if short else "max_length": limit})
+    elif keyword == "pattern":
+        msg = f"String should match pattern '{limit}'"
+        yield error(loc, "string_pattern_mismatch", msg, value, pattern=limit)
+    elif keyword == "multipleOf":
+        yield error(loc, "multiple_of", f"Input should be a multiple of {limit:g}", value, multiple_of=limit)
+    elif keyword in ("anyOf", "oneOf") and problem.context:
+        first = min(problem.context, key=lambda e: (e.relative_schema_path[0], len(e.absolute_path)))
+        yield from _items(first, prefix)  # a union is reported by its first member, as pydantic starts
+    else:
+        yield error(loc, "value_error", problem.message, value)
