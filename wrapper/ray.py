@@ -9,16 +9,16 @@
     out.write_parquet("s3://bucket/completions/")
 
 Each worker is a Ray actor holding one async client, built once, that runs the batch machinery
-of ``complete_many`` over the blocks it is given. When a limit is set, one limiter actor paces
-every worker's requests, so N workers together keep the limit instead of N times it.
+of ``complete_many`` over the blocks it is given. Their requests all take their turn from one
+limiter actor running the batch's own ``Pacer``: N workers together keep a limit (and slow down
+together on 429s) instead of each doing so alone, N times too hard.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 try:
@@ -30,12 +30,11 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
         "wrapper.ray needs Ray Data, which is not installed: pip install 'completion-clients[ray]'"
     ) from exc
 
-from ._batch import BatchResult, Completer, acomplete_jobs
-from .errors import RateLimitError
+from ._batch import BatchResult, acomplete_jobs
+from ._pacing import Pacer, checked_limit
 
 if TYPE_CHECKING:
     from ._base import AsyncClient
-    from ._results import Completion
 
 __all__ = ["OUTPUT_COLUMNS", "complete_dataset"]
 
@@ -54,7 +53,6 @@ _ENVIRONMENT = {
         "base_url": "GRADIENT_API_URL",
     },
 }
-_MAX_TOKENS = {"scale": "max_tokens", "gradient": "max_generated_token_count"}
 _WORKER_CPUS = 0.25  # workers wait on the network: let several share a core, and leave room for reads
 _BATCHES_PER_CONCURRENCY = 8  # rows per block handed to a worker, per request it keeps in flight
 
@@ -86,18 +84,16 @@ def complete_dataset(
     failed prompt. ``params`` go to every ``complete`` call (``max_tokens=64``, ...).
     """
     _check(dataset, api, prompt_column, workers, concurrency, on_error)
-    limits = {
-        "requests_per_minute": _limit("requests_per_minute", requests_per_minute),
-        "tokens_per_minute": _limit("tokens_per_minute", tokens_per_minute),
-    }
+    rpm = checked_limit("requests_per_minute", requests_per_minute)
+    tpm = checked_limit("tokens_per_minute", tokens_per_minute)
     options = _options(api, client_options)
     _client_class(api, sync=True)(**options).close()  # bad or missing options fail here, not on a worker
-    limiter = None
-    if limits["requests_per_minute"] is not None or limits["tokens_per_minute"] is not None:
-        actor = ray.remote(_LimiterActor).options(
-            num_cpus=0, max_concurrency=max(1000, 2 * workers * concurrency)
-        )
-        limiter = actor.remote(**limits)
+    # Unnamed and not detached: it lives as long as the returned Dataset (whose plan holds the handle).
+    limiter = (
+        ray.remote(_LimiterActor)
+        .options(num_cpus=0, max_concurrency=max(1000, 2 * workers * concurrency))
+        .remote(rpm, tpm)
+    )
     return dataset.map_batches(
         _CompletionWorker,
         fn_constructor_kwargs={
@@ -137,14 +133,6 @@ def _check(
     taken = sorted(set(OUTPUT_COLUMNS) & set(names))
     if taken:
         raise ValueError(f"the dataset already has column(s) {taken}, which complete_dataset adds")
-
-
-def _limit(name: str, value: object) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
-        raise ValueError(f"{name} must be a positive number or None, got {value!r}")
-    return float(value)
 
 
 def _options(api: str, client_options: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -208,15 +196,12 @@ class _CompletionWorker:
     """One Ray actor of the pool: an async client on its own event loop, reused for every block."""
 
     def __init__(
-        self, job: _Job, options: RedactedOptions, limiter: ray.actor.ActorHandle[_LimiterActor] | None
+        self, job: _Job, options: RedactedOptions, limiter: ray.actor.ActorHandle[_LimiterActor]
     ) -> None:
         self._job = job
         self._loop = asyncio.new_event_loop()
         self._client: AsyncClient = _client_class(job.api, sync=False)(**options.reveal())
-        self._completer: Completer = self._client
-        if limiter is not None:
-            estimate = _estimator(job.params.get(_MAX_TOKENS[job.api]))
-            self._completer = _Paced(self._client, _RemoteLimiter(limiter), estimate)
+        self._limiter = _RemoteLimiter(limiter)
 
     def __call__(self, block: pa.Table) -> pa.Table:
         return self._loop.run_until_complete(self._complete(block))
@@ -232,12 +217,13 @@ class _CompletionWorker:
                 columns["error"][index] = error
         jobs = ((i, p, self._job.params) for i, p in enumerate(prompts) if isinstance(p, str))
         results = acomplete_jobs(
-            self._completer,
+            self._client,
             self._job.model,
             jobs,
             concurrency=self._job.concurrency,
             ordered=False,
             return_exceptions=True,
+            limiter=self._limiter,
         )
         async for result in results:
             if result.error is not None and self._job.fail_fast:
@@ -256,7 +242,7 @@ class _CompletionWorker:
 
 def _fill(columns: dict[str, list[Any]], result: BatchResult) -> None:
     i, completion = result.index, result.completion
-    columns["request_id"][i] = _request_id(result)
+    columns["request_id"][i] = result.request_id  # None until the client reports one
     if completion is None:
         columns["error"][i] = _describe(result)
         return
@@ -270,98 +256,11 @@ def _describe(result: BatchResult) -> str:
     return f"{type(result.error).__name__}: {result.error}"
 
 
-def _request_id(result: BatchResult) -> str | None:
-    """The request id the server gave, where the client reports it (a completion's or an error's)."""
-    source: object = result.completion if result.completion is not None else result.error
-    request_id = getattr(source, "request_id", None)
-    return request_id if isinstance(request_id, str) else None
-
-
-# --- The limiter seam --------------------------------------------------------------------------
-# Contract: a limiter has ``async acquire(cost)``, ``async settle(estimate, actual)`` and
-# ``async throttled(retry_after)``. ``_RemoteLimiter`` is that interface over the cluster's one
-# ``_LimiterActor``; ``_Paced`` plugs any such limiter into the batch by wrapping the client, and
-# ``_Pacer`` is the pacing algorithm the actor runs. Once the batch machinery takes ``limiter=``
-# and ships its in-process pacer, ``_Paced`` becomes ``acomplete_jobs(..., limiter=...)`` and
-# ``_Pacer`` that pacer class: nothing else here changes.
-
-
-class _Pacer:
-    """Even pacing to requests and tokens per minute: buckets holding one second's budget, refilled smoothly.
-
-    A request waits its turn (first come, first served) until both buckets hold its cost (at most a
-    full bucket, so a request bigger than a second's tokens still goes, then leaves a debt). After
-    a 429 nobody goes until its Retry-After (1 s if none) has passed, and the buckets start empty.
-    """
-
-    def __init__(self, requests_per_minute: float | None, tokens_per_minute: float | None) -> None:
-        self._requests = _Bucket(requests_per_minute) if requests_per_minute else None
-        self._tokens = _Bucket(tokens_per_minute) if tokens_per_minute else None
-        self._turn = asyncio.Lock()
-        self._paused_until = 0.0
-
-    async def acquire(self, cost: float) -> None:
-        async with self._turn:
-            # A deadline that a 429 (``throttled``) may push further: sleep until it, then look again.
-            while (wait := self._wait(cost)) > 0:  # noqa: ASYNC110
-                await asyncio.sleep(wait)
-            if self._requests is not None:
-                self._requests.take(1.0)
-            if self._tokens is not None:
-                self._tokens.take(cost)
-
-    def _wait(self, cost: float) -> float:
-        now = asyncio.get_running_loop().time()
-        waits = [self._paused_until - now]
-        if self._requests is not None:
-            waits.append(self._requests.wait(1.0, now))
-        if self._tokens is not None:
-            waits.append(self._tokens.wait(cost, now))
-        return max(waits)
-
-    async def settle(self, estimate: float, actual: float) -> None:
-        if self._tokens is not None:
-            self._tokens.take(actual - estimate)
-
-    async def throttled(self, retry_after: float | None) -> None:
-        now = asyncio.get_running_loop().time()
-        self._paused_until = max(self._paused_until, now + (retry_after if retry_after is not None else 1.0))
-        for bucket in (self._requests, self._tokens):
-            if bucket is not None:
-                bucket.empty(now)
-
-
-class _Bucket:
-    """``per_minute`` units, refilled continuously, holding at most one second's worth (at least one unit)."""
-
-    def __init__(self, per_minute: float) -> None:
-        self._rate = per_minute / 60.0
-        self._capacity = max(self._rate, 1.0)
-        self._level = self._capacity
-        self._stamp: float | None = None
-
-    def _refill(self, now: float) -> None:
-        if self._stamp is not None:
-            self._level = min(self._capacity, self._level + (now - self._stamp) * self._rate)
-        self._stamp = now
-
-    def wait(self, cost: float, now: float) -> float:
-        self._refill(now)
-        return (min(cost, self._capacity) - self._level) / self._rate
-
-    def take(self, cost: float) -> None:
-        self._level = min(self._capacity, self._level - cost)
-
-    def empty(self, now: float) -> None:
-        self._refill(now)
-        self._level = min(self._level, 0.0)
-
-
 class _LimiterActor:
-    """The cluster's one rate limit: every worker's requests take their turn here."""
+    """The cluster's one limiter: the batch's ``Pacer``, in an actor every worker's requests go through."""
 
     def __init__(self, requests_per_minute: float | None, tokens_per_minute: float | None) -> None:
-        self._pacer = _Pacer(requests_per_minute, tokens_per_minute)
+        self._pacer = Pacer(requests_per_minute, tokens_per_minute)
 
     async def acquire(self, cost: float) -> None:
         await self._pacer.acquire(cost)
@@ -374,7 +273,7 @@ class _LimiterActor:
 
 
 class _RemoteLimiter:
-    """The limiter interface, answered by the cluster's ``_LimiterActor``."""
+    """The batch's ``Limiter`` interface, answered by the cluster's ``_LimiterActor``."""
 
     def __init__(self, actor: ray.actor.ActorHandle[_LimiterActor]) -> None:
         self._actor = actor
@@ -387,35 +286,3 @@ class _RemoteLimiter:
 
     async def throttled(self, retry_after: float | None) -> None:
         await self._actor.throttled.remote(retry_after)
-
-
-def _estimator(max_tokens: object) -> Callable[[str], int]:
-    """A request's token cost before it is sent: ``ceil(len(prompt) / 4)`` plus the max-tokens parameter."""
-    extra = max_tokens if isinstance(max_tokens, int) else 0
-    return lambda prompt: math.ceil(len(prompt) / 4) + extra
-
-
-class _Paced:
-    """A client whose every attempt first takes its turn from ``limiter``: the batch's client."""
-
-    def __init__(self, client: Any, limiter: _RemoteLimiter, estimate: Callable[[str], int]) -> None:
-        self._client, self._limiter, self._estimate = client, limiter, estimate
-
-    @property
-    def max_retries(self) -> int:
-        return int(self._client.max_retries)
-
-    def with_options(self, *, max_retries: int) -> _Paced:
-        return _Paced(self._client.with_options(max_retries=max_retries), self._limiter, self._estimate)
-
-    async def complete(self, model: str, prompt: str, **params: Any) -> Completion:
-        cost = float(self._estimate(prompt))
-        await self._limiter.acquire(cost)
-        try:
-            completion: Completion = await self._client.complete(model, prompt, **params)
-        except RateLimitError as exc:
-            await self._limiter.throttled(exc.retry_after)
-            raise
-        if completion.prompt_tokens is not None and completion.response_tokens is not None:
-            await self._limiter.settle(cost, completion.prompt_tokens + completion.response_tokens)
-        return completion
