@@ -77,7 +77,8 @@ def complete_dataset(
     ``prompt_tokens``, ``response_tokens``, ``request_id`` (None where the client does not report
     it) and ``error`` (None, or ``"ErrorClass: message"``); each input row comes out once, in no
     particular order. ``workers`` actors each keep ``concurrency`` requests in flight;
-    ``requests_per_minute``/``tokens_per_minute`` hold for all of them together, paced evenly.
+    ``requests_per_minute``/``tokens_per_minute`` hold for all of them together, paced evenly, and
+    429s slow them down together (with or without a limit), as ``complete_many`` does in one process.
     ``client_options`` are the client's constructor arguments (credentials, ``base_url``,
     ``timeout``, ``max_retries``); those left out come from the driver's environment. They reach
     the workers wrapped, so Ray never prints them. ``on_error="raise"`` fails the job on the first
@@ -89,6 +90,7 @@ def complete_dataset(
     options = _options(api, client_options)
     _client_class(api, sync=True)(**options).close()  # bad or missing options fail here, not on a worker
     # Unnamed and not detached: it lives as long as the returned Dataset (whose plan holds the handle).
+    # Each request in flight may wait in acquire() while an earlier one settles: room for both.
     limiter = (
         ray.remote(_LimiterActor)
         .options(num_cpus=0, max_concurrency=max(1000, 2 * workers * concurrency))
@@ -98,7 +100,7 @@ def complete_dataset(
         _CompletionWorker,
         fn_constructor_kwargs={
             "job": _Job(api, model, prompt_column, concurrency, on_error == "raise", params),
-            "options": RedactedOptions(options),
+            "options": _RedactedOptions(options),
             "limiter": limiter,
         },
         batch_size=concurrency * _BATCHES_PER_CONCURRENCY,
@@ -155,7 +157,7 @@ def _client_class(api: str, *, sync: bool) -> type[Any]:
     return Gradient if sync else AsyncGradient
 
 
-class RedactedOptions:
+class _RedactedOptions:
     """A client's constructor arguments on their way to the workers: ``repr`` never shows them."""
 
     __slots__ = ("_options",)
@@ -168,7 +170,7 @@ class RedactedOptions:
         return dict(self._options)
 
     def __repr__(self) -> str:
-        return f"RedactedOptions({', '.join(sorted(self._options))}: <redacted>)"
+        return f"_RedactedOptions({', '.join(sorted(self._options))}: <redacted>)"
 
     __str__ = __repr__
 
@@ -196,7 +198,7 @@ class _CompletionWorker:
     """One Ray actor of the pool: an async client on its own event loop, reused for every block."""
 
     def __init__(
-        self, job: _Job, options: RedactedOptions, limiter: ray.actor.ActorHandle[_LimiterActor]
+        self, job: _Job, options: _RedactedOptions, limiter: ray.actor.ActorHandle[_LimiterActor]
     ) -> None:
         self._job = job
         self._loop = asyncio.new_event_loop()
@@ -210,11 +212,11 @@ class _CompletionWorker:
         prompts = block.column(self._job.column).to_pylist()
         columns: dict[str, list[Any]] = {name: [None] * len(prompts) for name in OUTPUT_COLUMNS}
         for index, prompt in enumerate(prompts):
-            if not isinstance(prompt, str):
-                error = f"TypeError: column {self._job.column!r} holds {type(prompt).__name__}, not a string"
+            if not isinstance(prompt, str):  # a null or a number: that row's error, no request sent
+                message = f"column {self._job.column!r} holds {type(prompt).__name__}, not a string"
                 if self._job.fail_fast:
-                    raise TypeError(error.partition(": ")[2])
-                columns["error"][index] = error
+                    raise TypeError(message)
+                columns["error"][index] = f"TypeError: {message}"
         jobs = ((i, p, self._job.params) for i, p in enumerate(prompts) if isinstance(p, str))
         results = acomplete_jobs(
             self._client,
@@ -235,7 +237,8 @@ class _CompletionWorker:
         return block
 
     def __del__(self) -> None:
-        if not self._loop.is_closed():
+        """Close the connection pool when Ray lets the actor go."""
+        if not self._loop.is_closed() and not self._loop.is_running():
             self._loop.run_until_complete(self._client.close())
             self._loop.close()
 
