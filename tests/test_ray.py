@@ -85,16 +85,19 @@ def _options(api: str, sb: Sandbox, **extra: Any) -> dict[str, Any]:
     }
 
 
-def _prompts(n: int, fail: int | None = None) -> ray.data.Dataset:
-    rows = [{"id": f"row-{i}", "n": i, "prompt": f"Alice {i}"} for i in range(n)]
+def _prompts(n: int, fail: int | None = None, missing: int | None = None) -> ray.data.Dataset:
+    """Rows ``{"id", "n", "prompt"}``; row ``fail`` fails at the sandbox, row ``missing`` has no prompt."""
+    rows: list[dict[str, Any]] = [{"id": f"row-{i}", "n": i, "prompt": f"Alice {i}"} for i in range(n)]
     if fail is not None:
         rows[fail]["prompt"] = "Alice __fail__"
+    if missing is not None:
+        rows[missing]["prompt"] = None
     return ray.data.from_items(rows)
 
 
 def test_every_row_comes_back_once_with_its_answer_or_its_error(local_cluster: None, served: Sandbox) -> None:
     out = complete_dataset(
-        _prompts(450, fail=123),
+        _prompts(450, fail=123, missing=321),
         "scale",
         MODELS["scale"],
         workers=2,
@@ -109,13 +112,14 @@ def test_every_row_comes_back_once_with_its_answer_or_its_error(local_cluster: N
     failed = by_id.pop("row-123")
     assert failed["error"].startswith("InternalServerError: ")
     assert (failed["text"], failed["prompt"], failed["n"]) == (None, "Alice __fail__", 123)
+    assert by_id.pop("row-321")["error"] == "TypeError: column 'prompt' holds NoneType, not a string"
     for row in by_id.values():
         assert row["error"] is None
         assert row["text"]
         assert row["finish_reason"] in ("length", "stop")
         assert row["prompt_tokens"] >= 1
         assert 1 <= row["response_tokens"] <= 4
-    assert len(served.exchanges) == 450  # one request each, none repeated by a retried worker
+    assert len(served.exchanges) == 449  # one request a prompt, none repeated by a retried worker
 
 
 @pytest.mark.parametrize("api", ["scale", "gradient"])
