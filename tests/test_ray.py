@@ -124,14 +124,17 @@ def test_every_row_comes_back_once_with_its_answer_or_its_error(local_cluster: N
 
 @pytest.mark.parametrize("api", ["scale", "gradient"])
 def test_one_requests_per_minute_limit_holds_for_all_workers_together(local_cluster: None, api: str) -> None:
-    rpm, rows = 1200, 70  # 20 a second for the cluster, under the server's 25
+    rpm, rows = 1200, 200  # 20 a second for the cluster, under the server's 25
     with Sandbox(seed=0, rpm=1500) as limited, arrivals(limited) as times:
+        # Each answer takes 0.5 s, so a worker (8 in flight) manages 16 a second at most: the two
+        # together could do 32, and only the shared limit holds them to 20.
+        limited.inject(delay=0.5, rate=1.0)
         out = complete_dataset(
             _prompts(rows),
             api,  # type: ignore[arg-type]
             MODELS[api],
             workers=2,
-            concurrency=4,  # blocks of 32 rows: both workers get some
+            concurrency=8,  # blocks of 64 rows: both workers get some
             requests_per_minute=rpm,
             client_options=_options(api, limited),
             **MAX_TOKENS[api],
@@ -141,6 +144,7 @@ def test_one_requests_per_minute_limit_holds_for_all_workers_together(local_clus
     assert [r["error"] for r in out] == [None] * rows
     assert stats.rate_limited <= 0.02 * stats.requests
     assert len(times) == stats.requests
+    assert stats.max_in_flight > 8  # both workers were sending at once
     # Each worker pacing itself would send 40 a second between them; the shared limit allows no
     # more than 20 a second plus one second's burst over any stretch of the run.
     assert most_in_any_window(times, rpm / 60) <= rpm / 60
