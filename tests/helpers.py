@@ -21,6 +21,7 @@ from normalize import HTTP_METHODS, normalize, pascal_case, snake_case, variant_
 from overrides import APIS
 
 from wrapper import testing
+from wrapper.sandbox import Sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC_FILES = {"gradient": ROOT / "specs" / "gradient.json", "scale": ROOT / "specs" / "scale.yaml"}
@@ -276,3 +277,32 @@ def request_id_proxy(upstream: str) -> Iterator[tuple[str, dict[str, bytes]]]:
         server.server_close()
         thread.join()
         client.close()
+
+
+@contextmanager
+def arrivals(sb: Sandbox) -> Iterator[list[float]]:
+    """The ``time.monotonic()`` at which each vendor-route request reached ``sb``, while in the block."""
+    times: list[float] = []
+    counter = sb.app.counter
+    enter = counter.enter
+
+    def record() -> None:
+        times.append(time.monotonic())
+        enter()
+
+    counter.enter = record  # type: ignore[method-assign]
+    try:
+        yield times
+    finally:
+        del counter.enter  # the class's own method again
+
+
+def most_in_any_window(times: list[float], per_second: float) -> float:
+    """How far the busiest stretch of ``times`` went over ``per_second``: max over i <= j of
+    ``(j - i + 1) - per_second * (times[j] - times[i])``, the burst a limiter must have allowed."""
+    ordered = sorted(times)
+    return max(
+        (j - i + 1) - per_second * (ordered[j] - ordered[i])
+        for i in range(len(ordered))
+        for j in range(i, len(ordered))
+    )
