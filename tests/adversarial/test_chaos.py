@@ -110,10 +110,12 @@ def test_sync_scale_batch_survives_chaos(fault_sandbox: Sandbox) -> None:
     """In input order (``ordered=True``), on httpx's own pool."""
     _inject(fault_sandbox, "scale")
     tap = Tap(httpx.HTTPTransport())
-    http = httpx.Client(transport=tap)
-    with sandbox_client(
-        fault_sandbox, "scale", timeout=TIMEOUT, max_retries=MAX_RETRIES, http_client=http
-    ) as scale:
+    with (
+        httpx.Client(transport=tap) as http,  # the caller's client: the caller closes it
+        sandbox_client(
+            fault_sandbox, "scale", timeout=TIMEOUT, max_retries=MAX_RETRIES, http_client=http
+        ) as scale,
+    ):
         results = list(scale.complete_many(MODELS["scale"], _prompts(), **BATCH, ordered=True, max_tokens=4))
     assert [result.index for result in results] == list(range(PROMPTS))
     kinds = _check(results, fault_sandbox, tap, "prompt")
