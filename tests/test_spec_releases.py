@@ -153,7 +153,7 @@ def test_a_new_bounded_scale_field_and_a_tightened_bound(tmp_path: Path) -> None
 
         def test_the_sandbox_accepts_the_field_and_enforces_the_bounds() -> None:
             with Sandbox() as sandbox, httpx.Client(base_url=sandbox.url, timeout=10) as http:
-                url, headers = "/v4/models/m/completions", {{"x-api-key": "k"}}
+                url, headers = "/v4/models/llama-3-8b-instruct/completions", {{"x-api-key": "k"}}
                 ok = http.post(url, headers=headers, json={{"prompt": "hi", "{NEW}": 3, "max_tokens": 2}})
                 assert ok.status_code == 200, ok.text
                 for bad in ({{"{NEW}": 11}}, {{"top_p": 1.5}}):
@@ -302,7 +302,7 @@ def test_a_31_nullable_enum_and_a_nullable_inline_response_object(tmp_path: Path
 
         def test_the_sandbox_accepts_the_enum() -> None:
             with Sandbox() as sandbox, httpx.Client(base_url=sandbox.url, timeout=10) as http:
-                url, headers = "/v4/models/m/completions", {{"x-api-key": "k"}}
+                url, headers = "/v4/models/llama-3-8b-instruct/completions", {{"x-api-key": "k"}}
                 body = {{"prompt": "hi", "{NEW}": "flex", "max_tokens": 2}}
                 ok = http.post(url, headers=headers, json=body)
                 assert ok.status_code == 200, ok.text
