@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from conftest import LocalServer, json_reply, scale_body
+from helpers import LocalServer, json_reply, scale_body
 
 from wrapper import BatchStats
 from wrapper._batch import acomplete_jobs

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import CLASSES, CREDENTIALS, LocalServer, call, json_reply, scale_body
+from helpers import CLASSES, CREDENTIALS, LocalServer, call, json_reply, scale_body
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -8,8 +8,17 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import LocalServer, call, json_reply, scale_body
-from helpers import NO_SUCH_NAME, error_class_name, error_variants, sample, spec
+from helpers import (
+    NO_SUCH_NAME,
+    LocalServer,
+    call,
+    error_class_name,
+    error_variants,
+    json_reply,
+    sample,
+    scale_body,
+    spec,
+)
 from overrides import APIS
 
 from wrapper import _exceptions, errors

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import GRADIENT_BODY, GRADIENT_TOKEN, SCALE_KEY, LocalServer, call, json_reply, scale_body
+from helpers import GRADIENT_BODY, GRADIENT_TOKEN, SCALE_KEY, LocalServer, call, json_reply, scale_body
 
 import wrapper._base
 from wrapper.errors import APIError, AuthenticationError, ContentFlaggedError

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import (
+from helpers import (
     GRADIENT_BODY,
     GRADIENT_TOKEN,
     SCALE_KEY,

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import GRADIENT_BODY, LocalServer, call, collect, json_reply, scale_body, sse_reply
+from helpers import GRADIENT_BODY, LocalServer, call, collect, json_reply, scale_body, sse_reply
 
 from wrapper import Completion
 

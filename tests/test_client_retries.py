@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import LocalServer, call, json_reply, reset_reply, scale_body
+from helpers import LocalServer, call, json_reply, reset_reply, scale_body
 
 from wrapper import _retry, testing
 from wrapper.errors import (

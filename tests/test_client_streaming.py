@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import LocalServer, collect, json_reply, scale_body, sse_reply
+from helpers import LocalServer, collect, json_reply, scale_body, sse_reply
 
 from wrapper import CompletionChunk
 from wrapper.errors import (

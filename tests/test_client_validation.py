@@ -15,8 +15,17 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import GRADIENT_BODY, call, scale_body
-from helpers import NO_SUCH_NAME, body_schema, keyword_schemas, non_null, operation, spec
+from helpers import (
+    GRADIENT_BODY,
+    NO_SUCH_NAME,
+    body_schema,
+    call,
+    keyword_schemas,
+    non_null,
+    operation,
+    scale_body,
+    spec,
+)
 
 from wrapper.gradient import Gradient, GradientParams
 from wrapper.scale import ScaleParams

@@ -12,7 +12,7 @@ import httpcore
 import httpx
 import pytest
 import respx
-from conftest import CLASSES, CREDENTIALS, GRADIENT_BODY, LocalServer, call, collect, scale_body
+from helpers import CLASSES, CREDENTIALS, GRADIENT_BODY, LocalServer, call, collect, scale_body
 from pytest_httpx import HTTPXMock
 
 from wrapper.scale import AsyncScale

@@ -24,7 +24,7 @@ import httpx
 import pytest
 import trustme
 import uvicorn
-from conftest import (
+from helpers import (
     CLASSES,
     CREDENTIALS,
     GRADIENT_BODY,

@@ -43,7 +43,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import GRADIENT_BODY, LocalServer, call, json_reply, scale_body
+from helpers import GRADIENT_BODY, LocalServer, call, json_reply, scale_body
 
 from wrapper.sandbox import Sandbox
 
