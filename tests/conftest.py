@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import CLASSES, CREDENTIALS, ENV_VARS, Handler, LocalServer, call, retry_waits
+from helpers import CLASSES, CREDENTIALS, ENV_VARS, TEST_TIMEOUT, Handler, LocalServer, call, retry_waits
 
 
 @pytest.fixture
@@ -66,10 +66,6 @@ def server() -> Iterator[LocalServer]:
     local.start()
     yield local
     local.stop()
-
-
-TEST_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
-"""What a client a test builds without a ``timeout`` gets: a stuck request fails the test, not the run."""
 
 
 @pytest.fixture(autouse=True)

@@ -30,6 +30,8 @@ from wrapper.scale import AsyncScale, Scale
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC_FILES = {"gradient": ROOT / "specs" / "gradient.json", "scale": ROOT / "specs" / "scale.yaml"}
+TEST_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
+"""What a client a test builds without a ``timeout`` gets (conftest.py): a stuck request fails its test."""
 NO_SUCH_NAME = "zz_no_spec_has_this_name"  # an unknown keyword, key or field in any spec
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import TEST_TIMEOUT
+from helpers import TEST_TIMEOUT
 
 from wrapper.gradient import AsyncGradient
 from wrapper.scale import Scale
