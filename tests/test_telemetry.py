@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
+from helpers import retry_waits, wait_until
 from opentelemetry import metrics, trace
 from opentelemetry.metrics import _internal as metrics_internal
 from opentelemetry.sdk.metrics import MeterProvider
@@ -283,6 +284,22 @@ async def test_a_batch_records_one_span_per_prompt_under_the_callers_span(
     )
 
 
+def test_a_sync_batch_closed_early_ends_its_waiting_prompts_spans_without_an_error(
+    telemetry: Telemetry, served: Sandbox
+) -> None:
+    prompts = ["Alice", "The Queen", "The Hatter"]
+    with _scale_sync(served) as scale:
+        # One request a minute: the first goes at once, the others wait for their turn until closed.
+        results = scale.complete_many(MODELS["scale"], prompts, concurrency=3, requests_per_minute=1)
+        assert next(results).ok
+        results.close()
+        assert wait_until(lambda: len(telemetry.finished()) == len(prompts))
+
+    spans = telemetry.finished()
+    assert all(span.status.status_code is StatusCode.UNSET for span in spans)
+    assert all(error_attributes.ERROR_TYPE not in (span.attributes or {}) for span in spans)
+
+
 def test_a_batch_with_a_bad_parameter_raises_the_clients_error_and_records_it(
     telemetry: Telemetry, served: Sandbox
 ) -> None:
@@ -298,10 +315,12 @@ def test_a_batch_with_a_bad_parameter_raises_the_clients_error_and_records_it(
 async def test_a_retried_call_is_one_span_with_a_retry_event(
     telemetry: Telemetry, served: Sandbox, mode: str
 ) -> None:
-    served.inject(status=503, retry_after=0, api="scale")  # the next request only; retried at once
+    served.inject(status=503, retry_after=1.5, api="scale")  # the next request only
 
-    result = await complete(served, "scale", mode, "Alice", max_tokens=4)
+    with retry_waits() as waits:  # testing mode: the retry is decided and logged, not waited for
+        result = await complete(served, "scale", mode, "Alice", max_tokens=4)
 
+    assert waits == [1.5]
     span = telemetry.only_span()
     assert span.status.status_code is StatusCode.UNSET
     assert (span.attributes or {})[gen_ai.GEN_AI_RESPONSE_FINISH_REASONS] == (result.finish_reason,)
@@ -309,7 +328,7 @@ async def test_a_retried_call_is_one_span_with_a_retry_event(
     assert event.name == "retry"
     assert dict(event.attributes or {}) == {
         http_attributes.HTTP_REQUEST_RESEND_COUNT: 1,
-        "retry.delay": 0.0,
+        "retry.delay": 1.5,
         error_attributes.ERROR_TYPE: "InternalServerError",
         http_attributes.HTTP_RESPONSE_STATUS_CODE: 503,
     }
@@ -319,10 +338,11 @@ async def test_a_retried_call_is_one_span_with_a_retry_event(
 async def test_a_batch_retries_a_prompt_inside_its_own_span(
     telemetry: Telemetry, served: Sandbox, mode: str
 ) -> None:
-    served.inject(status=503, retry_after=0, api="scale")
+    served.inject(status=503, retry_after=1.5, api="scale")
     async with _scale(served, mode) as scale:
-        results = scale.complete_many(MODELS["scale"], ["Alice", "The Queen", "A cat"], max_tokens=4)
-        done = [r async for r in results] if mode == "async" else list(results)
+        with retry_waits():
+            results = scale.complete_many(MODELS["scale"], ["Alice", "The Queen", "A cat"], max_tokens=4)
+            done = [r async for r in results] if mode == "async" else list(results)
 
     assert all(r.ok for r in done)
     spans = telemetry.finished()
@@ -330,6 +350,7 @@ async def test_a_batch_retries_a_prompt_inside_its_own_span(
     events = [event for span in spans for event in span.events]
     assert [event.name for event in events] == ["retry"]
     assert (events[0].attributes or {})[http_attributes.HTTP_RESPONSE_STATUS_CODE] == 503
+    assert (events[0].attributes or {})["retry.delay"] == 1.5
     assert all(span.status.status_code is StatusCode.UNSET for span in spans)
 
 
