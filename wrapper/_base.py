@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, Type
 
 import httpx
 
-from . import _retry
+from . import _retry, _telemetry
 from ._errors_map import Malformed, connection_error, invalid, is_transport_failure
 from ._exceptions import APIError, APIStatusError
 from ._network import (
@@ -96,6 +96,9 @@ def required(value: str | None, *, env: str, argument: str, client: str) -> str:
 class Wire(Protocol):
     """How one provider's endpoint is spoken, in terms of its generated client."""
 
+    provider: str
+    """The provider's name in telemetry (``gen_ai.provider.name``)."""
+
     def parse(self, content: bytes, headers: ResponseHeaders) -> Completion:
         """The result in a successful response's body; ``Malformed`` if it is not what the spec promises."""
         ...
@@ -106,6 +109,8 @@ class Wire(Protocol):
 
 
 ChunkReader = Callable[["ServerSentEvent", httpx.Response, "ResponseHeaders"], "CompletionChunk | None"]
+Called = tuple[str, str, Mapping[str, Any]]
+"""What a call was asked: model, prompt and keyword parameters (for telemetry)."""
 
 
 @functools.lru_cache(maxsize=1024)
@@ -330,34 +335,39 @@ class SyncClient(_ClientCore):
             **params,
         )
 
-    def _complete(self, kwargs: dict[str, Any]) -> Completion:
-        return self._completion(self._send(self._request(kwargs)))
+    def _complete(self, kwargs: dict[str, Any], call: Called) -> Completion:
+        with _telemetry.call(self, *call) as span:
+            return span.done(self._completion(self._send(self._request(kwargs))))
 
-    def _one_chunk(self, kwargs: dict[str, Any]) -> Generator[CompletionChunk, None, None]:
+    def _one_chunk(self, kwargs: dict[str, Any], call: Called) -> Generator[CompletionChunk, None, None]:
         from ._results import whole
 
-        yield whole(self._complete(kwargs))
+        yield whole(self._complete(kwargs, call))
 
-    def _sse(self, request: httpx.Request, read: ChunkReader) -> Generator[CompletionChunk, None, None]:
+    def _sse(
+        self, request: httpx.Request, read: ChunkReader, call: Called
+    ) -> Generator[CompletionChunk, None, None]:
         """The chunks of a server-sent-event stream; closing the generator closes the connection."""
         from httpx_sse import EventSource
 
-        response = self._send(request, stream=True)
-        try:
-            if not _is_event_stream(response):
-                response.read()
-                raise invalid(response, "is not an event stream")
-            headers = _response_headers(response)
-            for event in EventSource(response).iter_sse():
-                chunk = read(event, response, headers)
-                if chunk is not None:
-                    yield chunk
-        except Exception as exc:
-            if not is_transport_failure(exc):
-                raise
-            raise connection_error(exc, response.request) from exc
-        finally:
-            response.close()
+        with _telemetry.call(self, *call, stream=True) as span:
+            with span.active():
+                response = self._send(request, stream=True)
+            try:
+                if not _is_event_stream(response):
+                    response.read()
+                    raise invalid(response, "is not an event stream")
+                headers = _response_headers(response)
+                for event in EventSource(response).iter_sse():
+                    chunk = read(event, response, headers)
+                    if chunk is not None:
+                        yield span.chunk(chunk)
+            except Exception as exc:
+                if not is_transport_failure(exc):
+                    raise
+                raise connection_error(exc, response.request) from exc
+            finally:
+                response.close()
 
 
 class AsyncClient(_ClientCore):
@@ -466,7 +476,11 @@ class AsyncClient(_ClientCore):
             **params,
         )
 
-    async def _complete(self, kwargs: dict[str, Any]) -> Completion:
+    async def _complete(self, kwargs: dict[str, Any], call: Called) -> Completion:
+        with _telemetry.call(self, *call) as span:
+            return span.done(await self._post(kwargs))
+
+    async def _post(self, kwargs: dict[str, Any]) -> Completion:
         lane = self._lane
         if lane is None or httpx_is_watched():
             return self._completion(await self._send(self._request(kwargs)))
@@ -494,31 +508,35 @@ class AsyncClient(_ClientCore):
 
         return await self._retrying(attempt)
 
-    async def _one_chunk(self, kwargs: dict[str, Any]) -> AsyncGenerator[CompletionChunk, None]:
+    async def _one_chunk(self, kwargs: dict[str, Any], call: Called) -> AsyncGenerator[CompletionChunk, None]:
         from ._results import whole
 
-        yield whole(await self._complete(kwargs))
+        yield whole(await self._complete(kwargs, call))
 
-    async def _sse(self, request: httpx.Request, read: ChunkReader) -> AsyncGenerator[CompletionChunk, None]:
+    async def _sse(
+        self, request: httpx.Request, read: ChunkReader, call: Called
+    ) -> AsyncGenerator[CompletionChunk, None]:
         """The chunks of a server-sent-event stream; ``aclose()`` on the generator closes the connection."""
         from httpx_sse import EventSource
 
-        response = await self._send(request, stream=True)
-        try:
-            if not _is_event_stream(response):
-                await response.aread()
-                raise invalid(response, "is not an event stream")
-            headers = _response_headers(response)
-            async for event in EventSource(response).aiter_sse():
-                chunk = read(event, response, headers)
-                if chunk is not None:
-                    yield chunk
-        except Exception as exc:
-            if not is_transport_failure(exc):
-                raise
-            raise connection_error(exc, response.request) from exc
-        finally:
-            await response.aclose()
+        with _telemetry.call(self, *call, stream=True) as span:
+            with span.active():
+                response = await self._send(request, stream=True)
+            try:
+                if not _is_event_stream(response):
+                    await response.aread()
+                    raise invalid(response, "is not an event stream")
+                headers = _response_headers(response)
+                async for event in EventSource(response).aiter_sse():
+                    chunk = read(event, response, headers)
+                    if chunk is not None:
+                        yield span.chunk(chunk)
+            except Exception as exc:
+                if not is_transport_failure(exc):
+                    raise
+                raise connection_error(exc, response.request) from exc
+            finally:
+                await response.aclose()
 
 
 C = TypeVar("C", bound=SyncClient)

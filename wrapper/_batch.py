@@ -9,6 +9,7 @@ when given, slowing down on 429s, and a 429's Retry-After pauses every request r
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 import time
 from collections.abc import (
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 import attrs
 import httpx
 
-from . import testing
+from . import _telemetry, testing
 from ._batch_stats import BatchStats, Tally
 from ._pacing import Limiter, Pacer, estimate_tokens
 from ._retry import retry_or_raise
@@ -250,6 +251,7 @@ class _Batch:
         self.budget = client.max_retries
         self.model = model
         self.tally = tally
+        self.context = contextvars.copy_context()  # the caller's: its current span is each prompt's parent
 
     def failed(self, error: APIError, sent_after: int, retries: int, forgiven: int) -> tuple[float, bool]:
         """After a failed attempt: (seconds to wait, does it use up a retry). Raises ``error`` when final.
@@ -331,8 +333,8 @@ def _result(index: int, future: _Pending, keep: bool) -> BatchResult:
         return BatchResult(index, error=exc)
 
 
-class _Stopped(Exception):
-    """The batch ended while this request was waiting for its turn."""
+class _Stopped(BaseException):
+    """The batch ended while this request was waiting for its turn (like a cancelled task: no failure)."""
 
 
 def _attempts(batch: _Batch, pacer: Pacer, stop: threading.Event, job: Job) -> Completion:
@@ -341,25 +343,26 @@ def _attempts(batch: _Batch, pacer: Pacer, stop: threading.Event, job: Job) -> C
     estimate = estimate_tokens(prompt, params)
     retries = forgiven = 0
     wait = 0.0
-    while True:
-        # The retry's wait first, then the pacer's slot: booked at once, a slot would be spent early.
-        if (wait > 0 and stop.wait(wait)) or stop.wait(pacer.reserve(estimate)):
-            raise _Stopped
-        sent_after, sent = batch.tally.slowdowns, time.monotonic()
-        batch.tally.sent()
-        try:
-            completion: Completion = batch.call(batch.model, prompt, **params)
-        except APIError as error:
+    with _telemetry.call(batch.call, batch.model, prompt, params) as span:  # one span, retries included
+        while True:
+            # The retry's wait first, then the pacer's slot: booked at once, a slot would be spent early.
+            if (wait > 0 and stop.wait(wait)) or stop.wait(pacer.reserve(estimate)):
+                raise _Stopped
+            sent_after, sent = batch.tally.slowdowns, time.monotonic()
+            batch.tally.sent()
+            try:
+                completion: Completion = batch.call(batch.model, prompt, **params)
+            except APIError as error:
+                batch.tally.answered(time.monotonic() - sent)
+                if isinstance(error, RateLimitError):
+                    pacer.slow_down(_retry_after(error))
+                wait, counted = batch.failed(error, sent_after, retries, forgiven)
+                retries += counted
+                forgiven += not counted
+                continue
             batch.tally.answered(time.monotonic() - sent)
-            if isinstance(error, RateLimitError):
-                pacer.slow_down(_retry_after(error))
-            wait, counted = batch.failed(error, sent_after, retries, forgiven)
-            retries += counted
-            forgiven += not counted
-            continue
-        batch.tally.answered(time.monotonic() - sent)
-        pacer.correct(estimate, batch.succeeded(completion, estimate))
-        return completion
+            pacer.correct(estimate, batch.succeeded(completion, estimate))
+            return span.done(completion)
 
 
 class _Workers:
@@ -370,9 +373,10 @@ class _Workers:
     (its result is dropped), so neither the batch nor the interpreter's exit ever waits for it.
     """
 
-    def __init__(self, limit: int, work: Callable[[Job], Completion]) -> None:
+    def __init__(self, limit: int, work: Callable[[Job], Completion], context: contextvars.Context) -> None:
         self._limit = limit
         self._work = work
+        self._context = context  # each worker runs in a copy of it (a context is entered by one thread)
         self._jobs: SimpleQueue[tuple[Job, Future[Completion]] | None] = SimpleQueue()
         self._started = 0
 
@@ -381,7 +385,8 @@ class _Workers:
         if self._started < self._limit:
             self._started += 1
             name = f"complete_many-{self._started}"
-            threading.Thread(target=self._serve, name=name, daemon=True).start()
+            serve = self._context.copy().run
+            threading.Thread(target=serve, args=(self._serve,), name=name, daemon=True).start()
         self._jobs.put((job, future))
         return future
 
@@ -411,7 +416,7 @@ def _run(
     window: _Window[Future[Completion]] = _Window(ordered)
     finished: SimpleQueue[object] = SimpleQueue()
     pending_jobs = iter(jobs)
-    workers = _Workers(concurrency, lambda job: _attempts(batch, pacer, stop, job))
+    workers = _Workers(concurrency, lambda job: _attempts(batch, pacer, stop, job), batch.context)
     batch.tally.start()
     try:
         while True:
@@ -435,25 +440,26 @@ async def _aattempts(batch: _Batch, limiter: Limiter, job: Job) -> Completion:
     _, prompt, params = job
     estimate = estimate_tokens(prompt, params)
     retries = forgiven = 0
-    while True:
-        await limiter.acquire(estimate)
-        sent_after, sent = batch.tally.slowdowns, time.monotonic()
-        batch.tally.sent()
-        try:
-            completion: Completion = await batch.call(batch.model, prompt, **params)
-        except APIError as error:
+    with _telemetry.call(batch.call, batch.model, prompt, params) as span:  # one span, retries included
+        while True:
+            await limiter.acquire(estimate)
+            sent_after, sent = batch.tally.slowdowns, time.monotonic()
+            batch.tally.sent()
+            try:
+                completion: Completion = await batch.call(batch.model, prompt, **params)
+            except APIError as error:
+                batch.tally.answered(time.monotonic() - sent)
+                if isinstance(error, RateLimitError):
+                    await limiter.throttled(_retry_after(error))
+                wait, counted = batch.failed(error, sent_after, retries, forgiven)
+                retries += counted
+                forgiven += not counted
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                continue
             batch.tally.answered(time.monotonic() - sent)
-            if isinstance(error, RateLimitError):
-                await limiter.throttled(_retry_after(error))
-            wait, counted = batch.failed(error, sent_after, retries, forgiven)
-            retries += counted
-            forgiven += not counted
-            if wait > 0:
-                await asyncio.sleep(wait)
-            continue
-        batch.tally.answered(time.monotonic() - sent)
-        await limiter.settle(estimate, batch.succeeded(completion, estimate))
-        return completion
+            await limiter.settle(estimate, batch.succeeded(completion, estimate))
+            return span.done(completion)
 
 
 async def _arun(

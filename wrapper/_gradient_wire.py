@@ -27,6 +27,8 @@ STATUS_FIRST = frozenset({401, 403, 408, 409, 429})
 class GradientWire:
     """Gradient's request bodies, results and errors, for one workspace."""
 
+    provider = "gradient"
+
     def __init__(self, workspace_id: str) -> None:
         self._workspace_id = workspace_id
 

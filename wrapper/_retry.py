@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from datetime import UTC
 from email.utils import parsedate_to_datetime
 
-from . import testing
+from . import _telemetry, testing
 from ._exceptions import APIConnectionError, APIError, APIStatusError
 
 __all__ = [
@@ -57,6 +57,7 @@ def retry_or_raise(error: APIError, retries: int, max_retries: int) -> float:
         max_retries,
         error,
     )
+    _telemetry.retry(error, retries + 1, delay)
     return delay
 
 

@@ -90,7 +90,7 @@ class Gradient(SyncClient):
 
     def complete(self, model: str, prompt: str, **params: Unpack[GradientParams]) -> Completion:
         """Complete ``prompt`` (sent as ``query``) with the base or fine-tuned model ``model``."""
-        return self._complete(self._wire.request(model, prompt, params))
+        return self._complete(self._wire.request(model, prompt, params), (model, prompt, params))
 
     def stream(
         self, model: str, prompt: str, **params: Unpack[GradientParams]
@@ -99,7 +99,7 @@ class Gradient(SyncClient):
 
         It is here so that code written for streaming works with both providers.
         """
-        return self._one_chunk(self._wire.request(model, prompt, params))
+        return self._one_chunk(self._wire.request(model, prompt, params), (model, prompt, params))
 
 
 class AsyncGradient(AsyncClient):
@@ -136,13 +136,13 @@ class AsyncGradient(AsyncClient):
 
     async def complete(self, model: str, prompt: str, **params: Unpack[GradientParams]) -> Completion:
         """Complete ``prompt`` (sent as ``query``) with the base or fine-tuned model ``model``."""
-        return await self._complete(self._wire.request(model, prompt, params))
+        return await self._complete(self._wire.request(model, prompt, params), (model, prompt, params))
 
     def stream(
         self, model: str, prompt: str, **params: Unpack[GradientParams]
     ) -> AsyncGenerator[CompletionChunk, None]:
         """Gradient's API does not stream: this yields the whole output as one chunk once it is complete."""
-        return self._one_chunk(self._wire.request(model, prompt, params))
+        return self._one_chunk(self._wire.request(model, prompt, params), (model, prompt, params))
 
 
 _default = DefaultClient(Gradient)

@@ -92,7 +92,9 @@ class Scale(SyncClient):
 
     def complete(self, model: str, prompt: str, **params: Unpack[ScaleParams]) -> Completion:
         """Complete ``prompt`` with the deployment ``model``."""
-        return self._complete(self._wire.request(model, prompt, params, stream=False))
+        return self._complete(
+            self._wire.request(model, prompt, params, stream=False), (model, prompt, params)
+        )
 
     def stream(
         self, model: str, prompt: str, **params: Unpack[ScaleParams]
@@ -104,7 +106,7 @@ class Scale(SyncClient):
         ``APIConnectionError`` (never retried once a chunk has been yielded).
         """
         request = self._request(self._wire.request(model, prompt, params, stream=True), stream=True)
-        return self._sse(request, self._wire.chunk)
+        return self._sse(request, self._wire.chunk, (model, prompt, params))
 
 
 class AsyncScale(AsyncClient):
@@ -142,7 +144,9 @@ class AsyncScale(AsyncClient):
 
     async def complete(self, model: str, prompt: str, **params: Unpack[ScaleParams]) -> Completion:
         """Complete ``prompt`` with the deployment ``model``."""
-        return await self._complete(self._wire.request(model, prompt, params, stream=False))
+        return await self._complete(
+            self._wire.request(model, prompt, params, stream=False), (model, prompt, params)
+        )
 
     def stream(
         self, model: str, prompt: str, **params: Unpack[ScaleParams]
@@ -153,7 +157,7 @@ class AsyncScale(AsyncClient):
         ``async with contextlib.aclosing(client.stream(...)) as chunks: ...``.
         """
         request = self._request(self._wire.request(model, prompt, params, stream=True), stream=True)
-        return self._sse(request, self._wire.chunk)
+        return self._sse(request, self._wire.chunk, (model, prompt, params))
 
 
 _default = DefaultClient(Scale)
