@@ -13,11 +13,16 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import CLASSES, CREDENTIALS, LocalServer, call, json_reply, scale_body
+from helpers import CLASSES, CREDENTIALS, LocalServer, call, json_reply, scale_body, sse_reply
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wrapper.errors import APIConnectionError, APIResponseValidationError, InternalServerError
+from wrapper.errors import (
+    APIConnectionError,
+    APIResponseValidationError,
+    APITimeoutError,
+    InternalServerError,
+)
 from wrapper.sandbox import Sandbox
 from wrapper.scale import AsyncScale, Scale
 
@@ -263,6 +268,35 @@ async def test_limits_cap_the_connections(slow_sandbox: Sandbox, is_async: bool)
         await call(client.close())
     stats = slow_sandbox.stats()
     assert (stats.requests, stats.max_in_flight) == (requests, 3)
+
+
+def test_sync_calls_one_after_another_reuse_one_connection(server: LocalServer) -> None:
+    ports: list[int] = []
+
+    def reply(handler: Any) -> None:
+        ports.append(handler.client_address[1])
+        json_reply(200, scale_body())(handler)
+
+    server.script(reply)
+    with Scale(api_key="k", base_url=server.url, max_retries=0) as client:
+        for _ in range(5):
+            client.complete("m", "p")
+    assert len(ports) == 5
+    assert len(set(ports)) == 1
+
+
+def test_a_sync_call_over_max_connections_waits_up_to_the_pool_timeout(server: LocalServer) -> None:
+    event = "data: " + json.dumps(scale_body("streaming"))
+    server.script(sse_reply([event], then="hold"), json_reply(200, scale_body("after")))
+    limits, timeout = httpx.Limits(max_connections=1), httpx.Timeout(10, pool=0.2)
+    with Scale(api_key="k", base_url=server.url, max_retries=0, limits=limits, timeout=timeout) as client:
+        stream = client.stream("m", "p")
+        assert next(stream).text == "streaming"  # the only connection is the stream's
+        with pytest.raises(APITimeoutError):
+            client.complete("m", "p")
+        stream.close()  # gives the connection back
+        assert client.complete("m", "p").text == "after"
+    assert len(server.requests) == 2
 
 
 @pytest.mark.parametrize(("cls", "http"), [(Scale, httpx.Client), (AsyncScale, httpx.AsyncClient)])

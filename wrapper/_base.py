@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, Type
 import httpx
 
 from . import _retry, _telemetry
+from ._checkout import CheckoutTransport
 from ._errors_map import Malformed, connection_error, invalid, is_transport_failure
 from ._exceptions import APIError, APIStatusError
 from ._network import (
@@ -261,7 +262,11 @@ class SyncClient(_ClientCore):
         limits = checked_limits(limits, http_client)
         super().__init__(wire, settings, timeout, max_retries, default_headers)
         if http_client is None:
-            http_client = httpx.Client(limits=limits, verify=ssl_context(), trust_env=True)
+            # httpx applies the environment's proxies only to a pool of its own making.
+            transport = None if proxy_in_env() else CheckoutTransport(limits, ssl_context())
+            http_client = httpx.Client(
+                transport=transport, limits=limits, verify=ssl_context(), trust_env=True
+            )
         self._http = http_client
 
     def close(self) -> None:

@@ -1,0 +1,105 @@
+"""The sync clients' transport: each request borrows a connection of its own from a free list.
+
+httpcore's sync pool hands out connections under one lock, scanning every connection for every
+queued request. With a couple of hundred threads on one client, a request waited seconds for its
+turn (``make bench``, row "sync complete_many in flight"). Here a request takes a whole
+``httpx.HTTPTransport`` that holds one keep-alive connection, and gives it back when its response
+is closed: a constant-time step. It is still httpx's own transport underneath, so mocks (respx,
+pytest-httpx) and instrumentations (OpenTelemetry's httpx) see every request as before.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+import httpx
+
+if TYPE_CHECKING:
+    import ssl
+
+__all__ = ["CheckoutTransport"]
+
+
+class CheckoutTransport(httpx.BaseTransport):
+    """Connections taken most-recently-used first; ``limits`` as in httpx.
+
+    ``max_connections`` bounds the requests in flight (a request over it waits up to the pool
+    timeout, then raises ``httpx.PoolTimeout``); ``max_keepalive_connections`` bounds the idle ones kept.
+    """
+
+    def __init__(self, limits: httpx.Limits, verify: ssl.SSLContext) -> None:
+        self._one = httpx.Limits(
+            max_connections=1, max_keepalive_connections=1, keepalive_expiry=limits.keepalive_expiry
+        )
+        self._verify = verify
+        self._max_busy = limits.max_connections
+        self._max_idle = limits.max_keepalive_connections
+        self._idle: list[httpx.HTTPTransport] = []
+        self._busy = 0
+        self._closed = False
+        self._changed = threading.Condition()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        transport = self._take(request.extensions.get("timeout", {}).get("pool"))
+        try:
+            response = transport.handle_request(request)
+        except BaseException:
+            self._give_back(transport)
+            raise
+        assert isinstance(response.stream, httpx.SyncByteStream)
+        response.stream = _GiveBackOnClose(response.stream, lambda: self._give_back(transport))
+        return response
+
+    def close(self) -> None:
+        """Close the idle connections now, and each busy one when its response is closed."""
+        with self._changed:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._changed.notify_all()
+        for transport in idle:
+            transport.close()
+
+    def _take(self, timeout: float | None) -> httpx.HTTPTransport:
+        with self._changed:
+            limit = self._max_busy
+            if limit is not None and not self._changed.wait_for(
+                lambda: self._closed or self._busy < limit, timeout
+            ):
+                raise httpx.PoolTimeout(f"no connection was free within the pool timeout ({timeout} s)")
+            if self._closed:
+                raise RuntimeError("Cannot send a request, as the client has been closed.")
+            self._busy += 1
+            if self._idle:
+                return self._idle.pop()
+        return httpx.HTTPTransport(verify=self._verify, limits=self._one)
+
+    def _give_back(self, transport: httpx.HTTPTransport) -> None:
+        with self._changed:
+            self._busy -= 1
+            self._changed.notify()
+            keep = not self._closed and (self._max_idle is None or len(self._idle) < self._max_idle)
+            if keep:
+                self._idle.append(transport)
+        if not keep:
+            transport.close()
+
+
+class _GiveBackOnClose(httpx.SyncByteStream):
+    """A response's body that hands its connection back once closed (only once)."""
+
+    def __init__(self, stream: httpx.SyncByteStream, give_back: Callable[[], None]) -> None:
+        self._stream = stream
+        self._give_back: Callable[[], None] | None = give_back
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._stream
+
+    def close(self) -> None:
+        give_back, self._give_back = self._give_back, None
+        try:
+            self._stream.close()
+        finally:
+            if give_back is not None:
+                give_back()
