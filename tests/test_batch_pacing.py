@@ -258,7 +258,7 @@ def test_a_limit_cuts_at_most_once_a_second_to_below_what_got_through_then_recov
     _answer(pacer, clock, seconds=0.5, per_second=100, every_nth_429=None)  # 50 get through
     _answer(pacer, clock, seconds=0.5, per_second=100, every_nth_429=2)  # then half are refused
     first = pacer.requests_per_minute / 60
-    assert 50 / 2 <= first <= 60 / 2 * (1 + RECOVERY)  # half what got through (INTERVAL, 1 s), grown since
+    assert BACKOFF * 50 <= first <= BACKOFF * 60 * (1 + RECOVERY)  # below what got through (INTERVAL, 1 s)
     _answer(pacer, clock, seconds=0.5, per_second=100, every_nth_429=2)
     assert pacer.requests_per_minute / 60 < first * (1 + RECOVERY)  # grown a little: no cut within a second
     _answer(pacer, clock, seconds=1.0, per_second=20, every_nth_429=2)  # still refused a second later

@@ -12,11 +12,12 @@ evenly, not in a burst). The rate is cut only when the server really refuses the
 are at least ``SHARE`` of the answers since the last cut (and at least ``MIN_429S`` of them), at
 most once per ``INTERVAL`` (or per Retry-After, if longer). A cut sets the request rate to
 ``BACKOFF`` times the success rate achieved since the last cut (at most ``BACKOFF`` times the
-current rate, at least half of it): never far below what got through. The first cut halves the
-success rate instead (before any success, the rate requests went at): a server's limit lets a burst
-through at first. The rate then grows back additively, by ``RECOVERY`` of the rate it was cut to
-each second, up to the limit given. So a server that refuses a steady few per cent whatever the pace
-(a flaky one) never drives the rate down, and one whose limit lifts is caught up with.
+current rate, at least half of it): never far below what got through. The first cut has no current
+rate to bound it: a burst a server's limit let through at first may overstate the success rate, and
+the cuts after it (each at most a half) take the rest off. The rate then grows back additively, by
+``RECOVERY`` of the rate it was cut to each second, up to the limit given. So a server that refuses a
+steady few per cent whatever the pace (a flaky one) never drives the rate down, and one whose limit
+lifts is caught up with.
 
 Hand-written rather than aiolimiter, limits or pyrate-limiter: none of them lets a request cost more
 than its burst capacity (aiolimiter's ``acquire(amount)`` raises ``ValueError``, the others refuse
@@ -216,8 +217,8 @@ class Pacer:
                 return
             current = self._rate(now)
             achieved = self._successes.rate(now)
-            if current == math.inf:  # the first cut: what got through included the burst a limit allows
-                cut = (achieved or self._sent.rate(now)) / 2
+            if current == math.inf:  # the first cut: before any success, the rate requests went at
+                cut = BACKOFF * (achieved or self._sent.rate(now))
             else:
                 cut = min(BACKOFF * current, max(BACKOFF * achieved, current / 2))
             self._cut_to, self._cut_at = max(cut, MIN_RATE), now
