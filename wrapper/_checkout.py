@@ -94,7 +94,7 @@ class _GiveBackOnClose(httpx.SyncByteStream):
         self._give_back: Callable[[], None] | None = give_back
 
     def __iter__(self) -> Iterator[bytes]:
-        yield from self._stream
+        return iter(self._stream)  # not a generator of its own: no extra step per chunk of a stream
 
     def close(self) -> None:
         give_back, self._give_back = self._give_back, None

@@ -116,15 +116,30 @@ class Malformed(Exception):
         return invalid(response, self.what, event)
 
 
+_RAW_DECODE = json.JSONDecoder().raw_decode
+
+
 def json_object(content: bytes | str) -> dict[str, Any]:
     """A JSON object body (or stream event data); ``Malformed`` if it is anything else."""
     try:
-        data = json.loads(content)
+        data = _loads(content)
     except ValueError:
         raise Malformed("is not JSON") from None
     if not isinstance(data, dict):
         raise Malformed("is not a JSON object")
     return data
+
+
+def _loads(content: bytes | str) -> Any:
+    """``json.loads``, faster for a stream event's data: it has no whitespace around it for loads to scan."""
+    if isinstance(content, str):
+        try:
+            data, end = _RAW_DECODE(content)
+        except ValueError:
+            end = -1
+        if end == len(content):
+            return data
+    return json.loads(content)  # bytes, surrounding whitespace, or not JSON (then its error)
 
 
 def model(from_dict: Callable[[Mapping[str, Any]], T], data: Mapping[str, Any]) -> T:

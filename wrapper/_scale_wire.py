@@ -53,12 +53,13 @@ class ScaleWire:
             if not isinstance(status, int) or isinstance(status, bool) or status < 400:
                 status = 500
             raise self._error(response, body, status)
-        if not event.data:
+        data = event.data
+        if not data:
             return None
         try:
-            return _result(CompletionChunk, json_object(event.data), headers)
+            return _result(CompletionChunk, json_object(data), headers)
         except Malformed as exc:
-            raise exc.at(response, event.data) from None
+            raise exc.at(response, data) from None
 
     def status_error(self, response: httpx.Response) -> APIStatusError:
         """The typed error of an error response; a 422 carries its ``(loc, msg, type)`` list."""
@@ -102,27 +103,21 @@ R = TypeVar("R", Completion, CompletionChunk)
 
 
 def _result(cls: type[R], data: dict[str, Any], headers: ResponseHeaders) -> R:
-    """``cls`` with the fields of a response body, checked against the spec's types.
+    """``cls`` with the text, finish reason and token counts of a response body, checked against the spec.
 
     The generated model is built now when there are ``choices`` (logprobs need it); otherwise on
     first use of ``raw``, so the shape it walks (a list of lists) is checked here: a result that is
-    returned always has a ``raw`` that builds.
+    returned always has a ``raw`` that builds. One function, no helpers: a stream runs it per chunk.
     """
     if "completions" not in data:
         raise Malformed("does not match the spec (KeyError: 'completions')")
     completions = data["completions"]
-    if not isinstance(completions, list) or not all(isinstance(item, list) for item in completions):
+    if not isinstance(completions, list):
         raise Malformed("has completions that are not a list of [prompt, [outputs]] pairs")
-    if "choices" in data:
-        raw = model(CompletionResponse.from_dict, data)
-        return cls(*_fields(data), _logprobs(raw), raw=raw, headers=headers)
-    return cls(*_fields(data), None, raw=Deferred(CompletionResponse.from_dict, data), headers=headers)
-
-
-def _fields(data: dict[str, Any]) -> tuple[str, str | None, int | None, int | None]:
-    """Text, finish reason and token counts of a response body."""
+    for item in completions:
+        if not isinstance(item, list):
+            raise Malformed("has completions that are not a list of [prompt, [outputs]] pairs")
     text = ""
-    completions = data["completions"]
     if completions:  # [[prompt, [output, ...]], ...]: the first output for the first prompt
         pair = completions[0]
         if len(pair) != 2 or not isinstance(pair[1], list):
@@ -135,10 +130,18 @@ def _fields(data: dict[str, Any]) -> tuple[str, str | None, int | None, int | No
     if finish_reason is not None and not isinstance(finish_reason, str):
         raise Malformed("has a finish_reason that is not a string")
     prompt_tokens, response_tokens = data.get("prompt_tokens"), data.get("response_tokens")
-    for count in (prompt_tokens, response_tokens):
-        if count is not None and (not isinstance(count, int) or isinstance(count, bool)):
-            raise Malformed("has a token count that is not an integer")
-    return text, finish_reason, prompt_tokens, response_tokens
+    # ``type(...) is int`` refuses booleans too
+    if (prompt_tokens is not None and type(prompt_tokens) is not int) or (
+        response_tokens is not None and type(response_tokens) is not int
+    ):
+        raise Malformed("has a token count that is not an integer")
+    if "choices" in data:
+        raw = model(CompletionResponse.from_dict, data)
+        return cls(
+            text, finish_reason, prompt_tokens, response_tokens, _logprobs(raw), raw=raw, headers=headers
+        )
+    deferred = Deferred(CompletionResponse.from_dict, data)
+    return cls(text, finish_reason, prompt_tokens, response_tokens, None, raw=deferred, headers=headers)
 
 
 def _logprobs(raw: CompletionResponse) -> tuple[TokenLogprob, ...] | None:
