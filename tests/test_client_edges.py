@@ -4,16 +4,28 @@ and pools that never make a request wait for a connection."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import threading
+import warnings
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
 import pytest
-from helpers import CLASSES, CREDENTIALS, LocalServer, call, json_reply, scale_body, sse_reply
+from helpers import (
+    CLASSES,
+    CREDENTIALS,
+    Held,
+    LocalServer,
+    call,
+    json_reply,
+    scale_body,
+    sse_reply,
+    wait_until,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -297,6 +309,27 @@ def test_a_sync_call_over_max_connections_waits_up_to_the_pool_timeout(server: L
         stream.close()  # gives the connection back
         assert client.complete("m", "p").text == "after"
     assert len(server.requests) == 2
+
+
+def test_closing_a_sync_client_lets_a_request_in_flight_finish_with_no_socket_left(
+    server: LocalServer,
+) -> None:
+    held = Held(json_reply(200, scale_body("finished")))
+    server.script(held)
+    client = Scale(api_key="k", base_url=server.url, max_retries=0)
+    with ThreadPoolExecutor(1) as thread:  # a thread still in a request (say, a failed batch's worker)
+        future = thread.submit(client.complete, "m", "p")
+        assert wait_until(lambda: held.held == 1)
+        client.close()
+        held.release()
+        assert future.result(timeout=10).text == "finished"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        del future
+        gc.collect()
+    assert [w.message for w in caught if issubclass(w.category, ResourceWarning)] == []
+    with pytest.raises(RuntimeError, match="closed"):
+        client.complete("m", "p")
 
 
 @pytest.mark.parametrize(("cls", "http"), [(Scale, httpx.Client), (AsyncScale, httpx.AsyncClient)])
