@@ -20,6 +20,8 @@ import jsonschema
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from generated.gradient.params import KEYWORDS as GRADIENT_KEYWORDS
+
 from ._clients import GRADIENT_TOKEN, SCALE_KEY, WORKSPACE_ID, new_client
 from ._schemas import JSON_VALUES, from_schema, fuzz_settings, schema, spec
 
@@ -55,23 +57,23 @@ SCALE_ARGUMENTS: dict[str, Field] = {
     if name not in ("prompt", "stream")
 }
 _GRADIENT_PROPERTIES = schema("gradient.json", "CompleteModelBodyParams")["properties"]
+
+
+def _gradient_field(wire: str, reshape: dict[str, Any] | None) -> Field:
+    """A Gradient keyword: values from its body field's schema (or, reshaped, from the field it fills)."""
+    node = _GRADIENT_PROPERTIES[wire]
+    if reshape is None:
+        return from_schema({**node, "nullable": False}, "gradient.json"), lambda value: (wire, value)
+    into, constants = reshape["into"], reshape["constants"]
+    return (
+        from_schema(node["properties"][into], "gradient.json"),
+        lambda value: (wire, {**constants, into: value}),
+    )
+
+
+# The keyword names and reshapes are the override table's (scripts/overrides.py), as regen emitted them.
 GRADIENT_ARGUMENTS: dict[str, Field] = {
-    "max_generated_token_count": (
-        from_schema({**_GRADIENT_PROPERTIES["maxGeneratedTokenCount"], "nullable": False}, "gradient.json"),
-        lambda value: ("maxGeneratedTokenCount", value),
-    ),
-    "temperature": (st.floats(allow_nan=False, allow_infinity=False), lambda value: ("temperature", value)),
-    "top_k": (st.integers(), lambda value: ("topK", value)),
-    "top_p": (st.floats(allow_nan=False, allow_infinity=False), lambda value: ("topP", value)),
-    "auto_template": (st.booleans(), lambda value: ("autoTemplate", value)),
-    "guidance": (
-        from_schema(_GRADIENT_PROPERTIES["guidance"]["properties"]["value"], "gradient.json"),
-        lambda value: ("guidance", {"type": "choice", "value": value}),
-    ),
-    "rag_collection": (
-        from_schema(_GRADIENT_PROPERTIES["rag"]["properties"]["collectionId"], "gradient.json"),
-        lambda value: ("rag", {"collectionId": value}),
-    ),
+    name: _gradient_field(keyword["wire"], keyword["reshape"]) for name, keyword in GRADIENT_KEYWORDS.items()
 }
 
 
