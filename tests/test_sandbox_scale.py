@@ -181,3 +181,13 @@ def test_bad_json_is_a_422_and_a_missing_api_key_a_401(recording_sandbox: Sandbo
     r = httpx.post(url, content=b"{not json", headers={"x-api-key": "k"})
     assert (r.status_code, r.json()["detail"][0]["type"]) == (422, "json_invalid")
     assert httpx.post(url, json={"prompt": "a"}).status_code == 401
+
+
+def test_every_answer_carries_its_own_request_id(scale: Scale) -> None:
+    first, second = (scale.complete(MODEL, PROMPT, max_tokens=2) for _ in range(2))
+    *_, last_chunk = scale.stream(MODEL, PROMPT, max_tokens=2)
+    with pytest.raises(NotFoundError) as error:
+        scale.complete("no-such-model", PROMPT)
+    ids = [first.request_id, second.request_id, last_chunk.request_id, error.value.request_id]
+    assert all(isinstance(i, str) and i.startswith("sandbox-") for i in ids), ids
+    assert len(set(ids)) == 4

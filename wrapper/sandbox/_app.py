@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import math
 import random
@@ -132,6 +133,7 @@ class SandboxApp:
         self.counter = _Counter()
         self.connections: Callable[[], Iterable[_Connection]] = tuple
         self.exchanges: list[Exchange] | None = None  # a list records every vendor-route exchange
+        self._request_ids = itertools.count(1)  # every API response's x-request-id: sandbox-1, sandbox-2, ...
         by_order = {order: LanguageModel.from_corpus(order) for order in (2, 3)}
         self.models = {
             (api, m.id): (m, by_order[m.order])
@@ -169,8 +171,15 @@ class SandboxApp:
             exchange = scope["sandbox.exchange"] = Exchange(scope["method"], scope["path"])
             self.exchanges.append(exchange)
 
+        request_id = f"sandbox-{next(self._request_ids)}"
+
         async def counted_send(message: Message) -> None:
             nonlocal done
+            if message["type"] == "http.response.start":  # as the real services do, for their support
+                message = {
+                    **message,
+                    "headers": [*message.get("headers", ()), (b"x-request-id", request_id.encode())],
+                }
             if exchange is not None:
                 _record(exchange, message)
             if message["type"] == "http.response.body" and not message.get("more_body") and not done:
