@@ -77,16 +77,24 @@ def project_copy(tmp_path: Path) -> Path:
     return copy
 
 
-def release(
-    tmp_path: Path, api: str, change: Callable[[dict[str, Any]], None], relevant: tuple[str, ...], check: str
-) -> str:
-    """Apply ``change`` to the copy's spec of ``api``, regenerate, run the ``relevant`` tests and ``check``
-    (its sandbox test last); return regen's report."""
-    copy = project_copy(tmp_path)
-    path = copy / "specs" / SPEC_FILES[api].name
+def apply_release(root: Path, name: str) -> None:
+    """Edit ``root``'s specs/ as the release ``name`` (a key of ``RELEASES``) does.
+
+    To try one on a whole checkout: ``python tests/test_spec_releases.py NAME``, then
+    ``make regen && make test``.
+    """
+    api, change = RELEASES[name]
+    path = root / "specs" / SPEC_FILES[api].name
     doc = json.loads(path.read_text()) if path.suffix == ".json" else yaml.safe_load(path.read_text())
     change(doc)
     path.write_text(json.dumps(doc, indent=2) if path.suffix == ".json" else yaml.safe_dump(doc))
+
+
+def release(tmp_path: Path, name: str, relevant: tuple[str, ...], check: str) -> str:
+    """Apply the release ``name`` to a copy's specs/, regenerate, run the ``relevant`` tests and ``check``
+    (its sandbox test last); return regen's report."""
+    copy = project_copy(tmp_path)
+    apply_release(copy, name)
     env = {**os.environ, "PYTHONPATH": str(copy)}
     regen = subprocess.run(
         [sys.executable, "scripts/regen.py"], cwd=copy, env=env, capture_output=True, text=True, timeout=300
@@ -112,16 +120,16 @@ def gradient_schemas(doc: dict[str, Any]) -> dict[str, Any]:
     return schemas
 
 
-def test_a_new_bounded_scale_field_and_a_tightened_bound(tmp_path: Path) -> None:
-    def change(doc: dict[str, Any]) -> None:
-        request = scale_request(doc)
-        request[NEW] = {"type": "integer", "minimum": 1, "maximum": 10, "title": "New", "description": "New."}
-        request["top_p"].update(minimum=0, maximum=1)
+def bounded_field_and_tightened_bound(doc: dict[str, Any]) -> None:
+    request = scale_request(doc)
+    request[NEW] = {"type": "integer", "minimum": 1, "maximum": 10, "title": "New", "description": "New."}
+    request["top_p"].update(minimum=0, maximum=1)
 
+
+def test_a_new_bounded_scale_field_and_a_tightened_bound(tmp_path: Path) -> None:
     report = release(
         tmp_path,
-        "scale",
-        change,
+        "bounded_field_and_tightened_bound",
         (VALIDATION, REQUESTS),
         f'''
         async def test_new_field_end_to_end(make_client, mode, server: LocalServer, tmp_path) -> None:
@@ -165,21 +173,21 @@ def test_a_new_bounded_scale_field_and_a_tightened_bound(tmp_path: Path) -> None
     assert "BREAKING + constraint CompletionRequestV2.top_p.maximum: (none) -> 1" in report
 
 
-def test_a_new_gradient_field_and_error_variant(tmp_path: Path) -> None:
-    def change(doc: dict[str, Any]) -> None:
-        schemas = gradient_schemas(doc)
-        schemas["CompleteModelBodyParams"]["properties"]["zzReleaseField"] = {
-            "type": "string", "nullable": True, "maxLength": 8, "description": "New.",
-        }  # fmt: skip
-        variants = schemas["CompleteModelError"]["oneOf"]
-        variant = json.loads(json.dumps(variants[-1]))
-        variant["properties"]["type"]["enum"] = ["zzQuotaExceeded"]
-        variants.append(variant)
+def gradient_field_and_error_variant(doc: dict[str, Any]) -> None:
+    schemas = gradient_schemas(doc)
+    schemas["CompleteModelBodyParams"]["properties"]["zzReleaseField"] = {
+        "type": "string", "nullable": True, "maxLength": 8, "description": "New.",
+    }  # fmt: skip
+    variants = schemas["CompleteModelError"]["oneOf"]
+    variant = json.loads(json.dumps(variants[-1]))
+    variant["properties"]["type"]["enum"] = ["zzQuotaExceeded"]
+    variants.append(variant)
 
+
+def test_a_new_gradient_field_and_error_variant(tmp_path: Path) -> None:
     report = release(
         tmp_path,
-        "gradient",
-        change,
+        "gradient_field_and_error_variant",
         (VALIDATION, ERRORS, GENERATED),
         f'''
         async def test_new_field_and_error(make_client, mode, server: LocalServer, tmp_path) -> None:
@@ -229,16 +237,16 @@ def test_a_new_gradient_field_and_error_variant(tmp_path: Path) -> None:
     assert f"+ keyword GradientParams.{NEW}: str | None optional" in report
 
 
-def test_an_untagged_error_variant(tmp_path: Path) -> None:
-    def change(doc: dict[str, Any]) -> None:
-        gradient_schemas(doc)["CompleteModelError"]["oneOf"].append(
-            {"type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]}
-        )
+def untagged_variant(doc: dict[str, Any]) -> None:
+    gradient_schemas(doc)["CompleteModelError"]["oneOf"].append(
+        {"type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]}
+    )
 
+
+def test_an_untagged_error_variant(tmp_path: Path) -> None:
     release(
         tmp_path,
-        "gradient",
-        change,
+        "untagged_variant",
         (ERRORS, GENERATED, NORMALIZE),
         """
         async def test_untagged_body_keeps_its_status_class(make_client, mode, server: LocalServer) -> None:
@@ -256,23 +264,23 @@ def test_an_untagged_error_variant(tmp_path: Path) -> None:
     )
 
 
-def test_a_31_nullable_enum_and_a_nullable_inline_response_object(tmp_path: Path) -> None:
-    def change(doc: dict[str, Any]) -> None:
-        scale_request(doc)[NEW] = {
-            "anyOf": [{"type": "string", "enum": ["auto", "flex"]}, {"type": "null"}], "title": "Tier",
-        }  # fmt: skip
-        doc["components"]["schemas"]["CompletionResponse"]["properties"]["usage"] = {
-            "anyOf": [
-                {"type": "object", "properties": {"total": {"type": "integer"}}, "required": ["total"]},
-                {"type": "null"},
-            ],
-            "title": "Usage",
-        }
+def nullable_enum_and_response_object(doc: dict[str, Any]) -> None:
+    scale_request(doc)[NEW] = {
+        "anyOf": [{"type": "string", "enum": ["auto", "flex"]}, {"type": "null"}], "title": "Tier",
+    }  # fmt: skip
+    doc["components"]["schemas"]["CompletionResponse"]["properties"]["usage"] = {
+        "anyOf": [
+            {"type": "object", "properties": {"total": {"type": "integer"}}, "required": ["total"]},
+            {"type": "null"},
+        ],
+        "title": "Usage",
+    }
 
+
+def test_a_31_nullable_enum_and_a_nullable_inline_response_object(tmp_path: Path) -> None:
     release(
         tmp_path,
-        "scale",
-        change,
+        "nullable_enum_and_response_object",
         (VALIDATION, REQUESTS, GENERATED),
         f'''
         async def test_enum_and_response_object(make_client, mode, server: LocalServer, tmp_path) -> None:
@@ -310,3 +318,15 @@ def test_a_31_nullable_enum_and_a_nullable_inline_response_object(tmp_path: Path
                 assert bad.status_code == 422, bad.text
         ''',
     )
+
+
+RELEASES: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
+    "bounded_field_and_tightened_bound": ("scale", bounded_field_and_tightened_bound),
+    "gradient_field_and_error_variant": ("gradient", gradient_field_and_error_variant),
+    "untagged_variant": ("gradient", untagged_variant),
+    "nullable_enum_and_response_object": ("scale", nullable_enum_and_response_object),
+}
+"""Each release: the spec it edits, and the edit."""
+
+if __name__ == "__main__":
+    apply_release(ROOT, sys.argv[1])
