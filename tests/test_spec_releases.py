@@ -80,7 +80,7 @@ def project_copy(tmp_path: Path) -> Path:
 def apply_release(root: Path, name: str) -> None:
     """Edit ``root``'s specs/ as the release ``name`` (a key of ``RELEASES``) does.
 
-    To try one on a whole checkout: ``python tests/test_spec_releases.py NAME``, then
+    To try one on a whole checkout: ``PYTHONPATH=scripts python tests/test_spec_releases.py NAME``, then
     ``make regen && make test``.
     """
     api, change = RELEASES[name]
