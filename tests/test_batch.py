@@ -8,12 +8,14 @@ import asyncio
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 from helpers import Held, LocalServer, batch_threads, json_reply, scale_body, wait_until
 from sandbox_fixtures import _no_faults_left, counted_sandbox, recording_sandbox  # noqa: F401
 
 from wrapper import BatchResult
+from wrapper._batch import FORGIVEN_429S
 from wrapper.errors import BadRequestError
 from wrapper.gradient import AsyncGradient
 from wrapper.sandbox import Sandbox
@@ -130,11 +132,15 @@ async def test_a_429_burst_pauses_the_whole_async_batch(counted_sandbox: Sandbox
 
 
 def test_out_of_retries_a_429_is_a_typed_error(counted_sandbox: Sandbox) -> None:
-    counted_sandbox.inject(status=429, retry_after_ms=10, count=3, api="scale", model="mistral-7b-instruct")
+    model, refusals = (
+        "mistral-7b-instruct",
+        FORGIVEN_429S + 2,
+    )  # what the batch forgives, and the client's budget
+    counted_sandbox.inject(status=429, retry_after_ms=1, count=refusals, api="scale", model=model)
     with Scale(api_key="k", account_id="a", base_url=counted_sandbox.scale_base_url, max_retries=1) as scale:
-        results = list(scale.complete_many("mistral-7b-instruct", ["p"], return_exceptions=True))
+        results = list(scale.complete_many(model, ["p"], return_exceptions=True))
     assert [type(r.error).__name__ for r in results] == ["RateLimitError"]
-    assert counted_sandbox.stats().requests == 2  # the first try and the one retry the client's budget allows
+    assert counted_sandbox.stats().requests == refusals  # 10 forgiven 429s, then a try and its one retry
 
 
 def _counted(n: int, pulled: list[int]) -> Iterator[str]:
@@ -192,14 +198,18 @@ def test_the_first_failure_raises_and_stops_the_batch(counted_sandbox: Sandbox, 
 
 def test_a_failure_raises_without_waiting_for_requests_in_flight(server: LocalServer) -> None:
     held = Held(json_reply(200, scale_body()))
-    server.script(json_reply(400, {"detail": "bad prompt"}), held)
+
+    def refused_once_the_others_are_held(handler: Any) -> None:
+        wait_until(lambda: held.held == 3, timeout=10)
+        json_reply(400, {"detail": "bad prompt"})(handler)
+
+    server.script(refused_once_the_others_are_held, held)
     try:
         with Scale(api_key="k", account_id="a", base_url=server.url, timeout=10) as scale:
             with pytest.raises(BadRequestError):
                 list(scale.complete_many(SCALE_MODEL, ["p"] * 4, concurrency=4))
             # Raised while the server still holds the other three: nothing waited for them.
-            assert held.answered == 0
-            assert wait_until(lambda: held.held == 3)
+            assert (held.held, held.answered) == (3, 0)
     finally:
         held.release()
     assert wait_until(lambda: not batch_threads())

@@ -51,7 +51,7 @@ __all__ = [
 Job = tuple[int, str, Mapping[str, Any]]
 """One unit of work: the index results carry, the prompt, the keyword arguments for ``complete``."""
 FORGIVEN_429S = 10
-"""A prompt's 429s that cost no retry (met the batch's own earlier pace) at most, so none retries for ever."""
+"""At most this many of a prompt's 429s cost no retry (each slows the batch down): none retries for ever."""
 
 
 @attrs.frozen
@@ -253,15 +253,16 @@ class _Batch:
         self.tally = tally
         self.context = contextvars.copy_context()  # the caller's: its current span is each prompt's parent
 
-    def failed(self, error: APIError, sent_after: int, retries: int, forgiven: int) -> tuple[float, bool]:
+    def failed(self, error: APIError, retries: int, forgiven: int) -> tuple[float, bool]:
         """After a failed attempt: (seconds to wait, does it use up a retry). Raises ``error`` when final.
 
-        A 429 on a request sent before the batch's latest slow-down was caused by the batch's own
-        earlier pace: it costs no retry, up to ``FORGIVEN_429S`` times per prompt.
+        A 429 met the batch's own pace, which the limiter lowers for it (and pauses for its
+        Retry-After): it costs no retry, up to ``FORGIVEN_429S`` times per prompt.
         """
         counted = True
         if isinstance(error, RateLimitError):
-            counted = self.tally.rate_limited(sent_after) or forgiven >= FORGIVEN_429S
+            self.tally.add("rate_limited")
+            counted = forgiven >= FORGIVEN_429S
         try:
             # A forgiven 429 is retried even when the budget is spent (unless there is none at all).
             delay = retry_or_raise(
@@ -348,7 +349,7 @@ def _attempts(batch: _Batch, pacer: Pacer, stop: threading.Event, job: Job) -> C
             # The retry's wait first, then the pacer's slot: booked at once, a slot would be spent early.
             if (wait > 0 and stop.wait(wait)) or stop.wait(pacer.reserve(estimate)):
                 raise _Stopped
-            sent_after, sent = batch.tally.slowdowns, time.monotonic()
+            sent = time.monotonic()
             batch.tally.sent()
             try:
                 completion: Completion = batch.call(batch.model, prompt, **params)
@@ -356,7 +357,7 @@ def _attempts(batch: _Batch, pacer: Pacer, stop: threading.Event, job: Job) -> C
                 batch.tally.answered(time.monotonic() - sent)
                 if isinstance(error, RateLimitError):
                     pacer.slow_down(_retry_after(error))
-                wait, counted = batch.failed(error, sent_after, retries, forgiven)
+                wait, counted = batch.failed(error, retries, forgiven)
                 retries += counted
                 forgiven += not counted
                 continue
@@ -443,7 +444,7 @@ async def _aattempts(batch: _Batch, limiter: Limiter, job: Job) -> Completion:
     with _telemetry.call(batch.call, batch.model, prompt, params) as span:  # one span, retries included
         while True:
             await limiter.acquire(estimate)
-            sent_after, sent = batch.tally.slowdowns, time.monotonic()
+            sent = time.monotonic()
             batch.tally.sent()
             try:
                 completion: Completion = await batch.call(batch.model, prompt, **params)
@@ -451,7 +452,7 @@ async def _aattempts(batch: _Batch, limiter: Limiter, job: Job) -> Completion:
                 batch.tally.answered(time.monotonic() - sent)
                 if isinstance(error, RateLimitError):
                     await limiter.throttled(_retry_after(error))
-                wait, counted = batch.failed(error, sent_after, retries, forgiven)
+                wait, counted = batch.failed(error, retries, forgiven)
                 retries += counted
                 forgiven += not counted
                 if wait > 0:

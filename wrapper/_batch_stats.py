@@ -91,7 +91,6 @@ class Tally:
         self._latencies: dict[int, int] = {}
         self._started: float | None = None
         self._ended: float | None = None
-        self.slowdowns = 0  # 429s that slowed the batch down: a request sent before the last one is forgiven
 
     def start(self) -> None:
         self._started = time.monotonic()
@@ -117,18 +116,6 @@ class Tally:
             self._counts["completed"] += 1
             self._counts["prompt_tokens"] += completion.prompt_tokens or 0
             self._counts["response_tokens"] += completion.response_tokens or 0
-
-    def rate_limited(self, sent_after: int) -> bool:
-        """Count a 429 on a request sent after ``sent_after`` slow-downs: True if it slows the batch down.
-
-        A request sent before the batch's latest slow-down met the burst that caused it.
-        """
-        with self._lock:
-            self._counts["rate_limited"] += 1
-            if sent_after < self.slowdowns:
-                return False
-            self.slowdowns += 1
-            return True
 
     def snapshot(self) -> BatchStats:
         with self._lock:

@@ -3,8 +3,8 @@
 The sandbox draws, for each request, each of four faults with probability ``RATE``: a 429 with a short
 ``Retry-After``, a 503, a connection reset, and a delay past the client's timeout; and, more rarely, a
 200 whose body is not JSON. Every prompt must end with exactly one result or one typed error; no prompt
-may use more than ``max_retries`` retries (counted on the wire and by the sandbox), where a 429 met
-while the batch had already slowed down uses none, up to ``FORGIVEN_429S`` of them; a retryable error
+may use more than ``max_retries`` retries (counted on the wire and by the sandbox), where a 429 uses
+none (the batch slows down instead), up to ``FORGIVEN_429S`` of them; a retryable error
 may end a prompt only once its budget is spent; and nothing may hang.
 """
 
