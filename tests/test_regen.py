@@ -25,13 +25,24 @@ def tree(tmp_path: Path) -> Path:
 
 
 def test_surface_report_marks_what_breaks_callers(tree: Path, tmp_path: Path) -> None:
+    # Fields of the test's own, generated first: the report then lists exactly the changes made to
+    # them below, whatever the vendor's spec holds.
     spec = yaml.safe_load((ROOT / "specs" / "scale.yaml").read_text())
     request = spec["components"]["schemas"]["CompletionRequestV2"]["properties"]
-    del request["frequency_penalty"]  # a removed field
-    request["seed"] = {"type": "integer", "title": "Seed"}  # a new optional field
-    request["reasoning_effort"]["enum"] = ["minimal", "low", "medium"]  # a changed enum
-    request["top_p"].update(minimum=0, maximum=1)  # new bounds: tighter
-    request["temperature"]["maximum"] = 3  # a looser bound
+    request.update(
+        zz_removed={"type": "number", "title": "Removed"},
+        zz_effort={"type": "string", "enum": ["low", "medium", "high"], "title": "ZzEffort"},
+        zz_tight={"type": "number", "title": "Tight"},
+        zz_loose={"type": "number", "maximum": 2, "title": "Loose"},
+    )
+    baseline = tmp_path / "baseline.yaml"
+    baseline.write_text(yaml.safe_dump(spec))
+    assert regen("--out", str(tree), "--spec", f"scale={baseline}").returncode == 0
+    del request["zz_removed"]  # a removed field
+    request["zz_seed"] = {"type": "integer", "title": "Seed"}  # a new optional field
+    request["zz_effort"]["enum"] = ["minimal", "low", "medium"]  # a changed enum
+    request["zz_tight"].update(minimum=0, maximum=1)  # new bounds: tighter
+    request["zz_loose"]["maximum"] = 3  # a looser bound
     modified = tmp_path / "scale.yaml"
     modified.write_text(yaml.safe_dump(spec))
 
@@ -43,19 +54,19 @@ def test_surface_report_marks_what_breaks_callers(tree: Path, tmp_path: Path) ->
     assert "scale: public surface changes:" in lines
     changes = sorted(line.strip() for line in lines[lines.index("scale: public surface changes:") + 1 :])
     assert changes == sorted([
-        "~ constraint CompletionRequestV2.temperature.maximum: 2 -> 3",
-        "BREAKING + constraint CompletionRequestV2.top_p.maximum: (none) -> 1",
-        "BREAKING + constraint CompletionRequestV2.top_p.minimum: (none) -> 0",
-        "BREAKING - enum-value CompletionRequestV2ReasoningEffort.high",
-        "+ enum-value CompletionRequestV2ReasoningEffort.minimal",
-        "BREAKING - field CompletionRequestV2.frequency_penalty",
-        "+ field CompletionRequestV2.seed: int | Unset optional",
-        "BREAKING - keyword ScaleParams.frequency_penalty",
-        "BREAKING ~ keyword ScaleParams.reasoning_effort: Literal['low', 'medium', 'high'] | None optional"
+        "~ constraint CompletionRequestV2.zz_loose.maximum: 2 -> 3",
+        "BREAKING + constraint CompletionRequestV2.zz_tight.maximum: (none) -> 1",
+        "BREAKING + constraint CompletionRequestV2.zz_tight.minimum: (none) -> 0",
+        "BREAKING - enum-value CompletionRequestV2ZzEffort.high",
+        "+ enum-value CompletionRequestV2ZzEffort.minimal",
+        "BREAKING - field CompletionRequestV2.zz_removed",
+        "+ field CompletionRequestV2.zz_seed: int | Unset optional",
+        "BREAKING - keyword ScaleParams.zz_removed",
+        "BREAKING ~ keyword ScaleParams.zz_effort: Literal['low', 'medium', 'high'] | None optional"
         " -> Literal['minimal', 'low', 'medium'] | None optional",
-        "+ keyword ScaleParams.seed: int | None optional",
+        "+ keyword ScaleParams.zz_seed: int | None optional",
     ])  # fmt: skip
-    assert "seed: int | Unset" in (tree / "scale" / "models" / "completion_request_v2.py").read_text()
+    assert "zz_seed: int | Unset" in (tree / "scale" / "models" / "completion_request_v2.py").read_text()
 
 
 def test_new_required_parameter_is_breaking_and_new_operation_is_not(tree: Path, tmp_path: Path) -> None:

@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import ROOT, SPEC_FILES
+from helpers import ROOT, SPEC_FILES, error_class_name, raw_spec
+from normalize import pascal_case
 
 COPIED = ("wrapper", "generated", "scripts", "specs", "tests", "pyproject.toml")
 VALIDATION, ERRORS, REQUESTS = (
@@ -29,7 +30,36 @@ VALIDATION, ERRORS, REQUESTS = (
 )
 GENERATED, NORMALIZE = "tests/test_generated.py", "tests/test_normalize.py"
 pytestmark = pytest.mark.timeout(900)  # a regen and a test run of the copy each
-NEW = "zz_release_field"  # a field no spec has today
+
+
+def _unused(name: str) -> str:
+    """``name``, or ``name2``, ``name3``, ...: the first that neither spec mentions (as it is, or in
+    PascalCase), so a release can be tried again on specs that already had one applied."""
+    text = "".join(path.read_text() for path in SPEC_FILES.values())
+    candidates = (name if n == 1 else f"{name}{n}" for n in range(1, 100))
+    return next(c for c in candidates if c not in text and pascal_case(c) not in text)
+
+
+def _gradient_variants() -> list[dict[str, Any]]:
+    variants: list[dict[str, Any]] = raw_spec("gradient")["components"]["schemas"]["CompleteModelError"][
+        "oneOf"
+    ]
+    return variants
+
+
+def _top_p_maximum() -> float:
+    """A tighter maximum for Scale's ``top_p`` than the spec's (1 when it has none)."""
+    request = raw_spec("scale")["components"]["schemas"]["CompletionRequestV2"]["properties"]
+    current = request["top_p"].get("maximum")
+    return 1 if current is None else round(current * 0.9, 6)
+
+
+NEW = _unused("zz_release_field")  # a keyword no spec has: Gradient's body field is its camelCase
+NEW_WIRE = NEW.split("_")[0] + pascal_case(NEW.partition("_")[2])
+TAG = _unused("zzQuotaExceeded")  # a Gradient error type, and its class
+TAG_CLASS = error_class_name(TAG)
+UNTAGGED = f"CompleteModelErrorVariant{len(_gradient_variants()) + 1}"  # the name normalize gives it
+TOP_P_MAX = _top_p_maximum()
 
 # Shared by every release's check module: run the CLI and mypy in the copy.
 CHECK_HEADER = """
@@ -123,7 +153,7 @@ def gradient_schemas(doc: dict[str, Any]) -> dict[str, Any]:
 def bounded_field_and_tightened_bound(doc: dict[str, Any]) -> None:
     request = scale_request(doc)
     request[NEW] = {"type": "integer", "minimum": 1, "maximum": 10, "title": "New", "description": "New."}
-    request["top_p"].update(minimum=0, maximum=1)
+    request["top_p"].update(minimum=0, maximum=TOP_P_MAX)
 
 
 def test_a_new_bounded_scale_field_and_a_tightened_bound(tmp_path: Path) -> None:
@@ -135,9 +165,9 @@ def test_a_new_bounded_scale_field_and_a_tightened_bound(tmp_path: Path) -> None
         async def test_new_field_end_to_end(make_client, mode, server: LocalServer, tmp_path) -> None:
             server.script(json_reply(200, scale_body()))
             client = make_client("scale", mode, base_url=server.url, timeout=10)
-            await call(client.complete("m", "hi", {NEW}=3, top_p=0.5))
-            assert server.requests[-1][3] == {{"prompt": "hi", "{NEW}": 3, "top_p": 0.5}}
-            for bad in ({{"{NEW}": 11}}, {{"{NEW}": 0}}, {{"top_p": 1.5}}, {{"top_p": -0.1}}):
+            await call(client.complete("m", "hi", {NEW}=3, top_p={TOP_P_MAX / 2}))
+            assert server.requests[-1][3] == {{"prompt": "hi", "{NEW}": 3, "top_p": {TOP_P_MAX / 2}}}
+            for bad in ({{"{NEW}": 11}}, {{"{NEW}": 0}}, {{"top_p": {TOP_P_MAX + 0.5}}}, {{"top_p": -0.1}}):
                 with pytest.raises(ValueError, match=next(iter(bad))):
                     await call(client.complete("m", "hi", **bad))
             assert len(server.requests) == 1
@@ -164,23 +194,27 @@ def test_a_new_bounded_scale_field_and_a_tightened_bound(tmp_path: Path) -> None
                 url, headers = "/v4/models/llama-3-8b-instruct/completions", {{"x-api-key": "k"}}
                 ok = http.post(url, headers=headers, json={{"prompt": "hi", "{NEW}": 3, "max_tokens": 2}})
                 assert ok.status_code == 200, ok.text
-                for bad in ({{"{NEW}": 11}}, {{"top_p": 1.5}}):
+                for bad in ({{"{NEW}": 11}}, {{"top_p": {TOP_P_MAX + 0.5}}}):
                     answer = http.post(url, headers=headers, json={{"prompt": "hi", **bad}})
                     assert answer.status_code == 422, answer.text
         ''',
     )
     assert f"+ keyword ScaleParams.{NEW}: int | None optional" in report
-    assert "BREAKING + constraint CompletionRequestV2.top_p.maximum: (none) -> 1" in report
+    assert any(
+        line.startswith("BREAKING") and "constraint CompletionRequestV2.top_p.maximum" in line
+        for line in report.splitlines()
+    ), report
 
 
 def gradient_field_and_error_variant(doc: dict[str, Any]) -> None:
     schemas = gradient_schemas(doc)
-    schemas["CompleteModelBodyParams"]["properties"]["zzReleaseField"] = {
+    schemas["CompleteModelBodyParams"]["properties"][NEW_WIRE] = {
         "type": "string", "nullable": True, "maxLength": 8, "description": "New.",
     }  # fmt: skip
     variants = schemas["CompleteModelError"]["oneOf"]
-    variant = json.loads(json.dumps(variants[-1]))
-    variant["properties"]["type"]["enum"] = ["zzQuotaExceeded"]
+    tagged = next(v for v in reversed(variants) if "type" in v.get("properties", {}))
+    variant = json.loads(json.dumps(tagged))
+    variant["properties"]["type"]["enum"] = [TAG]
     variants.append(variant)
 
 
@@ -191,29 +225,29 @@ def test_a_new_gradient_field_and_error_variant(tmp_path: Path) -> None:
         (VALIDATION, ERRORS, GENERATED),
         f'''
         async def test_new_field_and_error(make_client, mode, server: LocalServer, tmp_path) -> None:
-            from wrapper.errors import GradientError, ZzQuotaExceededError
+            from wrapper.errors import GradientError, {TAG_CLASS}
 
             server.script(json_reply(200, GRADIENT_BODY))
             client = make_client("gradient", mode, base_url=server.url + "/api", timeout=10, max_retries=0)
             await call(client.complete("m", "hi", {NEW}="abc"))
-            assert server.requests[-1][3] == {{"query": "hi", "zzReleaseField": "abc"}}
+            assert server.requests[-1][3] == {{"query": "hi", "{NEW_WIRE}": "abc"}}
             with pytest.raises(ValueError, match="{NEW}"):
                 await call(client.complete("m", "hi", {NEW}="x" * 9))
 
-            server.script(json_reply(400, {{"type": "zzQuotaExceeded", "message": "over quota"}}))
-            with pytest.raises(ZzQuotaExceededError) as caught:
+            server.script(json_reply(400, {{"type": "{TAG}", "message": "over quota"}}))
+            with pytest.raises({TAG_CLASS}) as caught:
                 await call(client.complete("m", "hi"))
             assert isinstance(caught.value, GradientError)
-            assert (caught.value.type, caught.value.raw.message) == ("zzQuotaExceeded", "over quota")
+            assert (caught.value.type, caught.value.raw.message) == ("{TAG}", "over quota")
 
             server.script(json_reply(200, GRADIENT_BODY))
             args = ["--base-url", server.url + "/api", "--access-token", "t", "--workspace-id", "w"]
             done = cli("gradient", "m", "hi", "--param", "{NEW}=abc", *args)
             assert done.returncode == 0, done.stderr
-            assert server.requests[-1][3]["zzReleaseField"] == "abc"
+            assert server.requests[-1][3]["{NEW_WIRE}"] == "abc"
 
             out = mypy(
-                "from wrapper.errors import ZzQuotaExceededError\\n"
+                "from wrapper.errors import {TAG_CLASS}\\n"
                 "from wrapper.gradient import Gradient\\n"
                 "g = Gradient(access_token='t', workspace_id='w')\\n"
                 "g.complete('m', 'p', {NEW}='abc')\\n"
@@ -221,19 +255,19 @@ def test_a_new_gradient_field_and_error_variant(tmp_path: Path) -> None:
                 tmp_path,
             )
             assert 'Unexpected keyword argument "zz_unknown_keyword"' in out, out
-            assert "{NEW}" not in out and "ZzQuotaExceededError" not in out, out
+            assert "{NEW}" not in out and "{TAG_CLASS}" not in out, out
 
         def test_the_sandbox_accepts_the_field_and_enforces_its_bound() -> None:
             with Sandbox() as sandbox, httpx.Client(base_url=sandbox.url, timeout=10) as http:
                 url = "/api/models/nous-hermes2/complete"
                 headers = {{"authorization": "Bearer t", "x-gradient-workspace-id": "w"}}
-                ok = http.post(url, headers=headers, json={{"query": "hi", "zzReleaseField": "abc"}})
+                ok = http.post(url, headers=headers, json={{"query": "hi", "{NEW_WIRE}": "abc"}})
                 assert ok.status_code == 200, ok.text
-                bad = http.post(url, headers=headers, json={{"query": "hi", "zzReleaseField": "x" * 9}})
+                bad = http.post(url, headers=headers, json={{"query": "hi", "{NEW_WIRE}": "x" * 9}})
                 assert 400 <= bad.status_code < 500, bad.text
         ''',
     )
-    assert "+ error-variant zzQuotaExceeded: ZzQuotaExceededError class" in report
+    assert f"+ error-variant {TAG}: {TAG_CLASS} class" in report
     assert f"+ keyword GradientParams.{NEW}: str | None optional" in report
 
 
@@ -248,18 +282,18 @@ def test_an_untagged_error_variant(tmp_path: Path) -> None:
         tmp_path,
         "untagged_variant",
         (ERRORS, GENERATED, NORMALIZE),
-        """
+        f"""
         async def test_untagged_body_keeps_its_status_class(make_client, mode, server: LocalServer) -> None:
-            from generated.gradient.models import CompleteModelErrorVariant12
+            from generated.gradient.models import {UNTAGGED}
             from wrapper.errors import BadRequestError
 
-            assert CompleteModelErrorVariant12.from_dict({"error": "e"}).error == "e"
-            server.script(json_reply(400, {"error": "legacy"}))
+            assert {UNTAGGED}.from_dict({{"error": "e"}}).error == "e"
+            server.script(json_reply(400, {{"error": "legacy"}}))
             client = make_client("gradient", mode, base_url=server.url + "/api", timeout=10, max_retries=0)
             with pytest.raises(BadRequestError) as caught:
                 await call(client.complete("m", "hi"))
             assert type(caught.value) is BadRequestError
-            assert caught.value.body == {"error": "legacy"}
+            assert caught.value.body == {{"error": "legacy"}}
         """,
     )
 
