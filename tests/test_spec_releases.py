@@ -32,18 +32,21 @@ GENERATED, NORMALIZE = "tests/test_generated.py", "tests/test_normalize.py"
 pytestmark = pytest.mark.timeout(900)  # a regen and a test run of the copy each
 
 
-def _unused(name: str) -> str:
-    """``name``, or ``name2``, ``name3``, ...: the first that neither spec mentions (as it is, or in
-    PascalCase), so a release can be tried again on specs that already had one applied."""
+def _camel(name: str) -> str:
+    """``zz_release_field`` as a Gradient body field: ``zzReleaseField``."""
+    head, _, rest = name.partition("_")
+    return head + pascal_case(rest)
+
+
+def _unused(*candidates: str) -> str:
+    """The first candidate that neither spec mentions (as it is, in camelCase or PascalCase)."""
     text = "".join(path.read_text() for path in SPEC_FILES.values())
-    candidates = (name if n == 1 else f"{name}{n}" for n in range(1, 100))
-    return next(c for c in candidates if c not in text and pascal_case(c) not in text)
+    return next(c for c in candidates if all(form not in text for form in (c, _camel(c), pascal_case(c))))
 
 
 def _gradient_variants() -> list[dict[str, Any]]:
-    variants: list[dict[str, Any]] = raw_spec("gradient")["components"]["schemas"]["CompleteModelError"][
-        "oneOf"
-    ]
+    schemas = raw_spec("gradient")["components"]["schemas"]
+    variants: list[dict[str, Any]] = schemas["CompleteModelError"]["oneOf"]
     return variants
 
 
@@ -54,9 +57,10 @@ def _top_p_maximum() -> float:
     return 1 if current is None else round(current * 0.9, 6)
 
 
-NEW = _unused("zz_release_field")  # a keyword no spec has: Gradient's body field is its camelCase
-NEW_WIRE = NEW.split("_")[0] + pascal_case(NEW.partition("_")[2])
-TAG = _unused("zzQuotaExceeded")  # a Gradient error type, and its class
+AGAIN = ("", "_b", "_c", "_d", "_e", "_f")  # suffixes, for a release tried on specs that already hold it
+NEW = _unused(*(f"zz_release_field{again}" for again in AGAIN))  # a keyword; Gradient's field is camelCase
+NEW_WIRE = _camel(NEW)
+TAG = _unused(*(_camel(f"zz_quota_exceeded{again}") for again in AGAIN))  # a Gradient error type
 TAG_CLASS = error_class_name(TAG)
 UNTAGGED = f"CompleteModelErrorVariant{len(_gradient_variants()) + 1}"  # the name normalize gives it
 TOP_P_MAX = _top_p_maximum()
@@ -201,7 +205,7 @@ def test_a_new_bounded_scale_field_and_a_tightened_bound(tmp_path: Path) -> None
     )
     assert f"+ keyword ScaleParams.{NEW}: int | None optional" in report
     assert any(
-        line.startswith("BREAKING") and "constraint CompletionRequestV2.top_p.maximum" in line
+        line.strip().startswith("BREAKING") and "constraint CompletionRequestV2.top_p.maximum" in line
         for line in report.splitlines()
     ), report
 
