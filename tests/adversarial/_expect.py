@@ -35,8 +35,9 @@ STATUS_FIRST = frozenset({401, 403, 408, 409, 429})
 status class wins over the body's ``type``, so that ``except RateLimitError`` always works."""
 
 
-def gradient_error_class(status: int, kind: str) -> type[errors.APIStatusError]:
-    """The class of a Gradient error answer: ``status`` with a valid typed body of type ``kind``."""
-    if status >= 500 or status in STATUS_FIRST:
+def gradient_error_class(status: int, kind: str | None) -> type[errors.APIStatusError]:
+    """The class of a Gradient error answer: ``status`` with a valid body of type ``kind`` (None: a
+    variant without a ``type`` tag, which keeps its status's class)."""
+    if status >= 500 or status in STATUS_FIRST or kind is None:
         return STATUSES[status]
     return GRADIENT_TYPES.get(kind, errors.GradientError)  # a type the spec does not name: GradientError
