@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -166,18 +167,27 @@ def _constraint_change(key: str, old: str | None, new: str | None) -> bool:
     return True  # a changed pattern
 
 
+def _constrained_existed(key: str, old: Surface) -> bool:
+    """Whether the field (or model) a constraint key is on was in ``old``: a new one breaks no caller."""
+    where = key.removeprefix("constraint ").rsplit(".", 1)[0]  # Schema.field[].sub without .maximum
+    schema, _, rest = where.partition(".")
+    field = re.split(r"[.\[]", rest, maxsplit=1)[0]
+    return (f"field {schema}.{field}" if field else f"model {schema}") in old
+
+
 def diff_surfaces(old: Surface, new: Surface) -> list[str]:
     """Report lines for what ``new`` adds (``+``), removes (``-``) or changes (``~``) in ``old``.
 
     Lines that would break callers start with ``BREAKING``: anything removed, a changed type, a
     new required parameter or field of an existing operation or model, an optional one that became
-    required, a new or tightened constraint. New operations, models, optional parameters or
-    fields, keyword arguments, error variants, enum values and loosened or removed constraints do not.
+    required, a new or tightened constraint on an existing field. New operations, models, optional
+    parameters or fields (with their constraints), keyword arguments, error variants, enum values and
+    loosened or removed constraints do not.
     """
     lines = []
     for key in sorted(old.keys() | new.keys()):
         if key.startswith("constraint ") and old.get(key) != new.get(key):
-            breaking = _constraint_change(key, old.get(key), new.get(key))
+            breaking = _constraint_change(key, old.get(key), new.get(key)) and _constrained_existed(key, old)
             sign = "+" if key not in old else "-" if key not in new else "~"
             line = f"{sign} {key}: {old.get(key, '(none)')} -> {new.get(key, '(none)')}"
         elif key not in new:

@@ -39,7 +39,7 @@ def test_surface_report_marks_what_breaks_callers(tree: Path, tmp_path: Path) ->
     baseline.write_text(yaml.safe_dump(spec))
     assert regen("--out", str(tree), "--spec", f"scale={baseline}").returncode == 0
     del request["zz_removed"]  # a removed field
-    request["zz_seed"] = {"type": "integer", "title": "Seed"}  # a new optional field
+    request["zz_seed"] = {"type": "integer", "minimum": 0, "title": "Seed"}  # a new optional field
     request["zz_effort"]["enum"] = ["minimal", "low", "medium"]  # a changed enum
     request["zz_tight"].update(minimum=0, maximum=1)  # new bounds: tighter
     request["zz_loose"]["maximum"] = 3  # a looser bound
@@ -61,6 +61,7 @@ def test_surface_report_marks_what_breaks_callers(tree: Path, tmp_path: Path) ->
         "+ enum-value CompletionRequestV2ZzEffort.minimal",
         "BREAKING - field CompletionRequestV2.zz_removed",
         "+ field CompletionRequestV2.zz_seed: int | Unset optional",
+        "+ constraint CompletionRequestV2.zz_seed.minimum: (none) -> 0",  # a new field's: breaks no one
         "BREAKING - keyword ScaleParams.zz_removed",
         "BREAKING ~ keyword ScaleParams.zz_effort: Literal['low', 'medium', 'high'] | None optional"
         " -> Literal['minimal', 'low', 'medium'] | None optional",
