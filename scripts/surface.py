@@ -16,6 +16,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from normalize import snake_case
+
 Surface = dict[str, str]  # "kind name[.member]" -> "type/required description"
 
 
@@ -172,7 +174,10 @@ def _constrained_existed(key: str, old: Surface) -> bool:
     where = key.removeprefix("constraint ").rsplit(".", 1)[0]  # Schema.field[].sub without .maximum
     schema, _, rest = where.partition(".")
     field = re.split(r"[.\[]", rest, maxsplit=1)[0]
-    return (f"field {schema}.{field}" if field else f"model {schema}") in old
+    if not field:
+        return f"model {schema}" in old
+    # Constraints name the spec's property (``maxGeneratedTokenCount``), fields the generated attribute.
+    return f"field {schema}.{field}" in old or f"field {schema}.{snake_case(field)}" in old
 
 
 def diff_surfaces(old: Surface, new: Surface) -> list[str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from surface import diff_surfaces
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -128,3 +129,14 @@ def test_a_spec_it_cannot_normalise_fails_naming_the_schema_path(tmp_path: Path)
     assert f"#/components/schemas/CompleteModelError/oneOf/{len(variants) - 1}: " in result.stderr
     assert "tag" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_tighter_bound_breaks_callers_of_an_existing_field_whatever_its_case() -> None:
+    old = {"field Body.max_count": "int | Unset optional", "constraint Body.maxCount.maximum": "512"}
+    new = {**old, "constraint Body.maxCount.maximum": "256", "field Body.new_one": "int | Unset optional"}
+    new["constraint Body.newOne.maximum"] = "3"
+    assert diff_surfaces(old, new) == [
+        "BREAKING ~ constraint Body.maxCount.maximum: 512 -> 256",
+        "         + constraint Body.newOne.maximum: (none) -> 3",
+        "         + field Body.new_one: int | Unset optional",
+    ]
