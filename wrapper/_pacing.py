@@ -46,8 +46,9 @@ RECOVERY = 0.03
 """Each second after a cut, the request rate grows by this fraction of the rate it was cut to."""
 SHARE = 0.15
 """The share of 429s among the answers since the last cut above which the rate is cut."""
-MIN_429S = 5
-"""Fewer 429s than this since the last cut never cut the rate (their Retry-After still pauses)."""
+MIN_429S = 10
+"""Fewer 429s than this since the last cut never cut the rate (their Retry-After still pauses): early
+in a batch, a flaky server's few random 429s can be ``SHARE`` of the few answers so far."""
 INTERVAL = 1.0
 """Seconds at least between two cuts (longer when the 429's Retry-After is)."""
 MIN_RATE = 1 / 60
