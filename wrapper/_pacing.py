@@ -40,7 +40,7 @@ __all__ = ["BURST", "Limiter", "Pacer", "checked_limit", "estimate_tokens"]
 
 BURST = 0.25
 """Seconds of budget that may go at once."""
-BACKOFF = 0.9
+BACKOFF = 0.8
 """A cut sets the request rate to this fraction of the success rate achieved since the last cut."""
 RECOVERY = 0.03
 """Each second after a cut, the request rate grows by this fraction of the rate it was cut to."""
