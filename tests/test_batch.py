@@ -132,15 +132,13 @@ async def test_a_429_burst_pauses_the_whole_async_batch(counted_sandbox: Sandbox
 
 
 def test_out_of_retries_a_429_is_a_typed_error(counted_sandbox: Sandbox) -> None:
-    model, refusals = (
-        "mistral-7b-instruct",
-        FORGIVEN_429S + 2,
-    )  # what the batch forgives, and the client's budget
+    model = "mistral-7b-instruct"
+    refusals = FORGIVEN_429S + 2  # what the batch forgives, then a try and its one retry
     counted_sandbox.inject(status=429, retry_after_ms=1, count=refusals, api="scale", model=model)
     with Scale(api_key="k", account_id="a", base_url=counted_sandbox.scale_base_url, max_retries=1) as scale:
         results = list(scale.complete_many(model, ["p"], return_exceptions=True))
     assert [type(r.error).__name__ for r in results] == ["RateLimitError"]
-    assert counted_sandbox.stats().requests == refusals  # 10 forgiven 429s, then a try and its one retry
+    assert counted_sandbox.stats().requests == refusals
 
 
 def _counted(n: int, pulled: list[int]) -> Iterator[str]:

@@ -263,10 +263,9 @@ class SyncClient(_ClientCore):
         super().__init__(wire, settings, timeout, max_retries, default_headers)
         if http_client is None:
             # httpx applies the environment's proxies only to a pool of its own making.
-            transport = None if proxy_in_env() else CheckoutTransport(limits, ssl_context())
-            http_client = httpx.Client(
-                transport=transport, limits=limits, verify=ssl_context(), trust_env=True
-            )
+            context = ssl_context()
+            transport = None if proxy_in_env() else CheckoutTransport(limits, context)
+            http_client = httpx.Client(transport=transport, limits=limits, verify=context, trust_env=True)
         self._http = http_client
 
     def close(self) -> None:
