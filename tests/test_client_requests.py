@@ -274,25 +274,30 @@ async def test_with_options_copies_share_the_pool(make_client: Any, mode: str) -
         2,
         httpx.Timeout(10.0),
     )
-    assert quick._http is client._http
     await call(quick.complete("m", "p"))
     await call(client.complete("m", "p"))
     assert [r.extensions["timeout"]["read"] for r in recorder.requests] == [1.5, 10.0]
     assert client.with_options(max_retries=5).timeout == httpx.Timeout(10.0)
     with pytest.raises(ValueError, match="max_retries"):
         client.with_options(max_retries=-1)
+    await call(quick.close())  # one pool: closing the copy closes the client
+    with pytest.raises(RuntimeError, match="is closed"):
+        await call(client.complete("m", "p"))
+    assert len(recorder.requests) == 2
 
 
 async def test_context_managers_close_the_pool(sleeps: list[float]) -> None:
     with Scale(api_key="k") as scale:
         pass
-    assert scale._http.is_closed
+    with pytest.raises(RuntimeError, match="is closed"):
+        scale.complete("m", "p")
     async with AsyncGradient(access_token="t", workspace_id="w") as gradient:
         pass
-    assert gradient._http.is_closed
+    with pytest.raises(RuntimeError, match="is closed"):
+        await gradient.complete("m", "p")
     custom = httpx.AsyncClient()
-    async with AsyncScale(api_key="k", http_client=custom) as ascale:
-        assert ascale._http is custom
+    async with AsyncScale(api_key="k", http_client=custom):
+        pass
     assert custom.is_closed
 
 

@@ -1,56 +1,64 @@
-"""What every client shares: settings and options, the send-with-retries loop, debug logging, closing.
+"""What every client shares: settings and options, building requests, one attempt loop per side, closing.
 
-A provider module (``wrapper.scale``, ``wrapper.gradient``) supplies a ``Wire``: how its endpoint's
-requests are built and its responses read, through the generated client. The wire and the
-generated code are imported when the first client is built, not when the module is imported.
+A client builds each call's request once (``Request``: URL, headers, JSON body, timeouts), hands it
+to a transport (``wrapper._transport``) inside its attempt loop (``wrapper._attempts``), and turns
+what comes back into a typed result or error. A provider module (``wrapper.scale``,
+``wrapper.gradient``) supplies its descriptor (``wrapper._api.Api``) and a ``Wire``: how its
+endpoint's requests are built and its responses read, through the generated client. The wire and
+the generated code are imported when the first client is built, not when the module is imported.
 
 Every request carries the same User-Agent and the client's ``default_headers``; redirects are
-never followed. The default pools have no cap on connections, use the environment's proxies and CA
-bundle, and the default async clients post ``complete`` on an aiohttp fast lane when nothing
-(a proxy, a mock or an instrumentation of httpx) needs the request to go through httpx.
+never followed. The default pools have no cap on connections and use the environment's proxies
+and CA bundle.
 """
 
 from __future__ import annotations
 
 import atexit
 import copy
-import functools
 import logging
+import math
 import os
 import threading
 import time
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
-    Awaitable,
     Callable,
     Generator,
     Iterable,
     Mapping,
 )
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, TypeVar, cast
 
 import httpx
 
-from . import _retry, _telemetry
+from . import _attempts, _telemetry
 from ._checkout import CheckoutTransport
 from ._errors_map import Malformed, connection_error, invalid, is_transport_failure
-from ._exceptions import APIError, APIStatusError
+from ._exceptions import APIStatusError
 from ._network import (
     checked_headers,
     checked_limits,
     header_value,
-    httpx_is_watched,
     proxy_in_env,
     ssl_context,
     user_agent,
 )
 from ._redact import redacted_headers
+from ._transport import (
+    AsyncTransports,
+    ClientClosedError,
+    HttpxTransport,
+    Reply,
+    Request,
+    encode_json,
+)
 
 if TYPE_CHECKING:
     from httpx_sse import ServerSentEvent
 
-    from ._aiohttp_lane import Lane
+    from ._api import Api
     from ._batch import AsyncBatchIterator, BatchIterator
     from ._results import Completion, CompletionChunk, ResponseHeaders
 
@@ -97,8 +105,9 @@ def required(value: str | None, *, env: str, argument: str, client: str) -> str:
 class Wire(Protocol):
     """How one provider's endpoint is spoken, in terms of its generated client."""
 
-    provider: str
-    """The provider's name in telemetry (``gen_ai.provider.name``)."""
+    def request(self, model: str, prompt: str, params: Mapping[str, Any], *, stream: bool) -> dict[str, Any]:
+        """The generated request builder's kwargs for a call; ``ValueError`` for what the spec forbids."""
+        ...
 
     def parse(self, content: bytes, headers: ResponseHeaders) -> Completion:
         """The result in a successful response's body; ``Malformed`` if it is not what the spec promises."""
@@ -109,15 +118,18 @@ class Wire(Protocol):
         ...
 
 
-ChunkReader = Callable[["ServerSentEvent", httpx.Response, "ResponseHeaders"], "CompletionChunk | None"]
+class StreamingWire(Wire, Protocol):
+    """The wire of an API that streams (``Api.streams``): it reads each server-sent event too."""
+
+    def chunk(
+        self, event: ServerSentEvent, response: httpx.Response, headers: ResponseHeaders
+    ) -> CompletionChunk | None:
+        """The chunk one stream event carries (None for an empty one); an error event raises its error."""
+        ...
+
+
 Called = tuple[str, str, Mapping[str, Any]]
 """What a call was asked: model, prompt and keyword parameters (for telemetry)."""
-
-
-@functools.lru_cache(maxsize=1024)
-def _url(text: str) -> httpx.URL:
-    """The parsed URL: parsing is a good part of httpx's per-request cost, and clients call few URLs."""
-    return httpx.URL(text)
 
 
 def _is_event_stream(response: httpx.Response) -> bool:
@@ -125,38 +137,69 @@ def _is_event_stream(response: httpx.Response) -> bool:
     return content_type.partition(";")[0].strip() == "text/event-stream"
 
 
-def _log_response(method: str, url: object, status: int, started: float, headers: Mapping[str, str]) -> None:
+def _log_response(request: Request, status: int, started: float) -> None:
     if logger.isEnabledFor(logging.DEBUG):
         logger.debug(
             "%s %s -> %d in %.3fs; request headers %s",
-            method,
-            url,
+            request.method,
+            request.url,
             status,
             time.perf_counter() - started,
-            redacted_headers({name.lower(): value for name, value in headers.items()}),  # as httpx has them
+            redacted_headers({name.lower(): value for name, value in request.headers.items()}),
         )
 
 
-def _response_headers(response: httpx.Response) -> ResponseHeaders:
+def _response_headers(raw: Iterable[tuple[bytes, bytes]]) -> ResponseHeaders:
     from ._results import ResponseHeaders
 
-    return ResponseHeaders(response.headers.raw)
+    return ResponseHeaders(raw)
 
 
-def _checked_retries(max_retries: int) -> int:
+def _checked_retries(max_retries: object) -> int:
     if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
         raise ValueError(f"max_retries must be an integer >= 0; got {max_retries!r}")
     return max_retries
 
 
-def _timeout(timeout: Timeout) -> httpx.Timeout:
-    return timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
+def _positive(value: object) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float) and 0 < value <= math.inf
+
+
+def _checked_timeout(timeout: object) -> httpx.Timeout:
+    """``timeout`` as an ``httpx.Timeout``; ``ValueError`` unless None, a number > 0 or an httpx.Timeout."""
+    if isinstance(timeout, httpx.Timeout):
+        for name, value in timeout.as_dict().items():
+            if value is not None and not _positive(value):
+                raise ValueError(
+                    f"timeout: httpx.Timeout's {name} must be None or a number > 0; got {value!r}"
+                )
+        return timeout
+    if timeout is not None and not _positive(timeout):
+        raise ValueError(
+            f"timeout must be None (no limit), a number of seconds > 0 or an httpx.Timeout; got {timeout!r}"
+        )
+    return httpx.Timeout(timeout)  # type: ignore[arg-type]
+
+
+def _checked_base_url(base_url: str, api: Api) -> str:
+    """``base_url`` without its trailing slash; ``ValueError`` unless an http(s) URL with a host."""
+    try:
+        url = httpx.URL(base_url)
+    except (httpx.InvalidURL, TypeError):
+        url = None
+    if url is None or url.scheme not in ("http", "https") or not url.host:
+        raise ValueError(
+            f"base_url must be an http:// or https:// URL with a host, such as {api.default_base_url!r}; "
+            f"got {base_url!r}"
+        )
+    return base_url.rstrip("/")
 
 
 class _ClientCore:
-    """Settings, options and the parts of sending that do no I/O, for sync and async clients alike."""
+    """Settings, options and the parts of a call that do no I/O, for sync and async clients alike."""
 
-    _http: httpx.Client | httpx.AsyncClient
+    API: Api
+    _closed: Callable[[], bool]
 
     def __init__(
         self,
@@ -167,9 +210,9 @@ class _ClientCore:
         default_headers: Mapping[str, str] | None,
     ) -> None:
         self._wire = wire
-        self._base_url = settings.base_url.rstrip("/")
+        self._base_url = _checked_base_url(settings.base_url, self.API)
         self._headers = {"User-Agent": user_agent(), **checked_headers(default_headers), **settings.headers}
-        self._timeout = _timeout(timeout)
+        self._timeout = _checked_timeout(timeout)
         self._max_retries = _checked_retries(max_retries)
 
     @property
@@ -194,7 +237,7 @@ class _ClientCore:
         closes both)."""
         clone = copy.copy(self)
         if not isinstance(timeout, NotGiven):
-            clone._timeout = _timeout(timeout)
+            clone._timeout = _checked_timeout(timeout)
         if not isinstance(max_retries, NotGiven):
             clone._max_retries = _checked_retries(max_retries)
         return clone
@@ -205,33 +248,45 @@ class _ClientCore:
             f"max_retries={self._max_retries})"
         )
 
-    def _request(self, kwargs: dict[str, Any], *, stream: bool = False) -> httpx.Request:
-        """The request for a generated ``_get_kwargs`` result, with the client's URL, credentials, timeout."""
+    def _build(self, model: str, prompt: str, params: Mapping[str, Any], *, stream: bool) -> Request:
+        """The request of one call (arguments checked now); ``ClientClosedError`` on a closed client."""
+        if self._closed():
+            raise ClientClosedError(f"this {type(self).__name__} client is closed: build a new one")
+        kwargs = self._wire.request(model, prompt, params, stream=stream and self.API.streams)
         headers = self._headers | kwargs["headers"]
-        if stream:
+        if stream and self.API.streams:
             headers["Accept"] = "text/event-stream"
-        url = _url(self._base_url + kwargs["url"])
-        return self._http.build_request(
-            kwargs["method"], url, json=kwargs["json"], headers=headers, timeout=self._timeout
+        return Request(
+            kwargs["method"].upper(),
+            self._base_url + kwargs["url"],
+            headers,
+            encode_json(kwargs["json"]),
+            self._timeout,
         )
 
-    def _completion(self, response: httpx.Response) -> Completion:
-        try:
-            return self._wire.parse(response.content, _response_headers(response))
-        except Malformed as exc:
-            raise exc.at(response) from None
+    def _policy(self) -> _attempts.Attempts:
+        return _attempts.Attempts(self._max_retries)
 
-    def _succeeded(self, request: httpx.Request, response: httpx.Response, started: float) -> httpx.Response:
-        """``response`` if it is a success (2xx), else its typed error raised; logged at DEBUG either way.
+    def _checked(self, reply: Reply, request: Request, started: float) -> Reply:
+        """``reply`` if it is a success (2xx), else its typed error raised; logged at DEBUG either way.
 
         A redirect is an error too: it is never followed, since the credentials would go with it.
         """
-        _log_response(request.method, request.url, response.status_code, started, request.headers)
-        if not 200 <= response.status_code < 300:
-            raise self._wire.status_error(response)
-        return response
+        _log_response(request, reply.status, started)
+        if not 200 <= reply.status < 300:
+            raise self._wire.status_error(reply.response())
+        return reply
 
-    def _transport_failed(self, request: httpx.Request, started: float, exc: Exception) -> APIError:
+    def _completion(self, reply: Reply) -> Completion:
+        try:
+            return self._wire.parse(reply.content, _response_headers(reply.headers))
+        except Malformed as exc:
+            raise exc.at(reply.response()) from None
+
+    def _failed(self, request: Request, started: float, exc: Exception) -> Exception:
+        """The typed error for what a transport raised (re-raised as is if it is not a transport failure)."""
+        if not is_transport_failure(exc):
+            return exc
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
                 "%s %s failed after %.3fs: %r",
@@ -240,14 +295,20 @@ class _ClientCore:
                 time.perf_counter() - started,
                 exc,
             )
-        return connection_error(exc, request)
+        return connection_error(exc, request.as_httpx())
+
+    def _chunks_failed(self, response: httpx.Response, exc: Exception) -> Exception:
+        """The typed error for a failure while reading a stream's events."""
+        return connection_error(exc, response.request) if is_transport_failure(exc) else exc
+
+    def _stream_opened(self, response: httpx.Response, request: Request, started: float) -> httpx.Response:
+        reply = Reply(response.status_code, response.headers.raw, b"", response.request, response)
+        self._checked(reply, request, started)
+        return response
 
 
 class SyncClient(_ClientCore):
     """A client over an ``httpx.Client``: closes it on ``close()`` or leaving a ``with`` block."""
-
-    _http: httpx.Client
-    complete: Callable[..., Completion]  # each provider's, with its own keyword arguments
 
     def __init__(
         self,
@@ -266,11 +327,12 @@ class SyncClient(_ClientCore):
             context = ssl_context()
             transport = None if proxy_in_env() else CheckoutTransport(limits, context)
             http_client = httpx.Client(transport=transport, limits=limits, verify=context, trust_env=True)
-        self._http = http_client
+        self._transport = HttpxTransport(http_client)
+        self._closed = lambda: http_client.is_closed
 
     def close(self) -> None:
-        """Close the connection pool (shared with ``with_options`` copies)."""
-        self._http.close()
+        """Close the connection pool (shared with ``with_options`` copies); later calls are refused."""
+        self._transport.close()
 
     def __enter__(self) -> Self:
         return self
@@ -278,113 +340,101 @@ class SyncClient(_ClientCore):
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _retrying(self, attempt: Callable[[], T]) -> T:
-        """``attempt()`` until it returns; its typed errors are retried as ``_retry`` says, else raised."""
-        retries = 0
-        while True:
-            try:
-                return attempt()
-            except APIError as error:
-                delay = _retry.retry_or_raise(error, retries, self._max_retries)
-            _retry.sleep(delay)
-            retries += 1
+    def _complete(
+        self, model: str, prompt: str, params: Mapping[str, Any], policy: _attempts.Attempts | None = None
+    ) -> Completion:
+        """One completion through the attempt loop (``policy``: a batch's; else this client's retries)."""
+        with _telemetry.call(self, model, prompt, params) as span:
+            request = self._build(model, prompt, params, stream=False)
 
-    def _send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
-        """The successful response to ``request``, retrying as ``_retry`` says; else the typed error."""
+            def attempt() -> Completion:
+                started = time.perf_counter()
+                try:
+                    reply = self._transport.send(request)
+                except Exception as exc:
+                    raise self._failed(request, started, exc) from exc
+                return self._completion(self._checked(reply, request, started))
+
+            return span.done(_attempts.run(attempt, policy or self._policy()))
+
+    def _stream(
+        self, model: str, prompt: str, params: Mapping[str, Any]
+    ) -> Generator[CompletionChunk, None, None]:
+        """The chunks of a call (arguments checked now, the request sent on the first ``next()``)."""
+        if not self.API.streams:
+            self._build(model, prompt, params, stream=False)  # check now, as a real stream does
+            return self._one_chunk(model, prompt, params)
+        return self._sse(self._build(model, prompt, params, stream=True), (model, prompt, params))
+
+    def _one_chunk(
+        self, model: str, prompt: str, params: Mapping[str, Any]
+    ) -> Generator[CompletionChunk, None, None]:
+        from ._results import whole
+
+        yield whole(self._complete(model, prompt, params))
+
+    def _open(self, request: Request) -> httpx.Response:
+        """The stream's response, status checked, through the attempt loop (no retry after it opened)."""
 
         def attempt() -> httpx.Response:
             started = time.perf_counter()
             try:
-                response = self._http.send(request, stream=stream, follow_redirects=False)
-                if stream and not 200 <= response.status_code < 300:
+                response = self._transport.stream(request)
+                if not 200 <= response.status_code < 300:
                     try:
                         response.read()
                     finally:
                         response.close()
             except Exception as exc:
-                if not is_transport_failure(exc):
-                    raise
-                raise self._transport_failed(request, started, exc) from exc
-            return self._succeeded(request, response, started)
+                raise self._failed(request, started, exc) from exc
+            return self._stream_opened(response, request, started)
 
-        return self._retrying(attempt)
+        return _attempts.run(attempt, self._policy())
 
-    def complete_many(
-        self,
-        model: str,
-        prompts: Iterable[str],
-        *,
-        concurrency: int = 16,
-        ordered: bool = False,
-        return_exceptions: bool = False,
-        requests_per_minute: float | None = None,
-        tokens_per_minute: float | None = None,
-        **params: Any,
-    ) -> BatchIterator:
-        """``complete`` for each prompt, at most ``concurrency`` in flight, paced to the limits given.
-
-        Iterate for the results as they finish; ``.stats`` has the batch's figures. See ``wrapper._batch``.
-        """
-        from . import _batch
-
-        return _batch.complete_many(
-            self,
-            model,
-            prompts,
-            concurrency=concurrency,
-            ordered=ordered,
-            return_exceptions=return_exceptions,
-            requests_per_minute=requests_per_minute,
-            tokens_per_minute=tokens_per_minute,
-            **params,
-        )
-
-    def _complete(self, kwargs: dict[str, Any], call: Called) -> Completion:
-        with _telemetry.call(self, *call) as span:
-            return span.done(self._completion(self._send(self._request(kwargs))))
-
-    def _one_chunk(self, kwargs: dict[str, Any], call: Called) -> Generator[CompletionChunk, None, None]:
-        from ._results import whole
-
-        yield whole(self._complete(kwargs, call))
-
-    def _sse(
-        self, request: httpx.Request, read: ChunkReader, call: Called
-    ) -> Generator[CompletionChunk, None, None]:
+    def _sse(self, request: Request, call: Called) -> Generator[CompletionChunk, None, None]:
         """The chunks of a server-sent-event stream; closing the generator closes the connection."""
         from httpx_sse import EventSource
 
         with _telemetry.call(self, *call, stream=True) as span:
             with span.active():
-                response = self._send(request, stream=True)
+                response = self._open(request)
             try:
                 if not _is_event_stream(response):
                     response.read()
                     raise invalid(response, "is not an event stream")
-                headers = _response_headers(response)
+                headers = _response_headers(response.headers.raw)
+                read = cast(StreamingWire, self._wire).chunk
                 for event in EventSource(response).iter_sse():
                     chunk = read(event, response, headers)
                     if chunk is not None:
                         yield span.chunk(chunk)
             except Exception as exc:
-                if not is_transport_failure(exc):
-                    raise
-                raise connection_error(exc, response.request) from exc
+                raise self._chunks_failed(response, exc) from exc
             finally:
                 response.close()
 
+    def _complete_many(
+        self,
+        model: str,
+        prompts: Iterable[str],
+        params: Mapping[str, Any],
+        concurrency: int,
+        ordered: bool,
+        return_exceptions: bool,
+        limits: tuple[float | None, float | None],
+    ) -> BatchIterator:
+        from . import _batch
+
+        return _batch.complete_many(
+            self, model, prompts, params, concurrency, ordered, return_exceptions, limits
+        )
+
 
 class AsyncClient(_ClientCore):
-    """A client over an ``httpx.AsyncClient``, plus, by default, an aiohttp fast lane: ``await close()``.
+    """A client over aiohttp or httpx (``wrapper._transport.AsyncTransports``): ``await close()``.
 
-    ``complete`` takes the fast lane when the client built its own pool, no proxy was configured in
-    the environment, and no mock or tracer has replaced httpx's transport functions (checked on
-    each call). Everything else (streams, a user's ``http_client``) goes through httpx.
+    It works from any event loop, with a connection pool of its own in each.
     """
-
-    _http: httpx.AsyncClient
-    _lane: Lane | None = None
-    complete: Callable[..., Awaitable[Completion]]  # each provider's, with its own keyword arguments
 
     def __init__(
         self,
@@ -398,20 +448,16 @@ class AsyncClient(_ClientCore):
     ) -> None:
         limits = checked_limits(limits, http_client)
         super().__init__(wire, settings, timeout, max_retries, default_headers)
-        if http_client is None:
-            context = ssl_context()
-            http_client = httpx.AsyncClient(limits=limits, verify=context, trust_env=True)
-            if not proxy_in_env():  # with a proxy, httpx applies it (and NO_PROXY) to every request
-                from ._aiohttp_lane import Lane  # here, not at import: aiohttp is slow to import
-
-                self._lane = Lane(context, limits)
-        self._http = http_client
+        if http_client is not None and not isinstance(http_client, httpx.AsyncClient):
+            raise ValueError(f"http_client must be an httpx.AsyncClient; got {type(http_client).__name__}")
+        self._transports = transports = AsyncTransports(
+            http_client, limits=limits, verify=ssl_context, proxy=proxy_in_env()
+        )
+        self._closed = lambda: transports.closed
 
     async def close(self) -> None:
-        """Close the connection pools (shared with ``with_options`` copies)."""
-        await self._http.aclose()
-        if self._lane is not None:
-            await self._lane.aclose()
+        """Close the connection pools (shared with ``with_options`` copies); later calls are refused."""
+        await self._transports.aclose()
 
     async def __aenter__(self) -> Self:
         return self
@@ -419,128 +465,96 @@ class AsyncClient(_ClientCore):
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
-    async def _retrying(self, attempt: Callable[[], Awaitable[T]]) -> T:
-        """``await attempt()`` until it returns; its typed errors are retried as ``_retry`` says."""
-        retries = 0
-        while True:
-            try:
-                return await attempt()
-            except APIError as error:
-                delay = _retry.retry_or_raise(error, retries, self._max_retries)
-            await _retry.asleep(delay)
-            retries += 1
+    async def _complete(
+        self, model: str, prompt: str, params: Mapping[str, Any], policy: _attempts.Attempts | None = None
+    ) -> Completion:
+        """One completion through the attempt loop (``policy``: a batch's; else this client's retries)."""
+        with _telemetry.call(self, model, prompt, params) as span:
+            request = self._build(model, prompt, params, stream=False)
 
-    async def _send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
-        """The successful response to ``request``, retrying as ``_retry`` says; else the typed error."""
+            async def attempt() -> Completion:
+                transport = await self._transports.pick()
+                started = time.perf_counter()
+                try:
+                    reply = await transport.send(request)
+                except Exception as exc:
+                    raise self._failed(request, started, exc) from exc
+                return self._completion(self._checked(reply, request, started))
+
+            return span.done(await _attempts.arun(attempt, policy or self._policy()))
+
+    def _stream(
+        self, model: str, prompt: str, params: Mapping[str, Any]
+    ) -> AsyncGenerator[CompletionChunk, None]:
+        """The chunks of a call (arguments checked now, the request sent on the first ``anext()``)."""
+        if not self.API.streams:
+            self._build(model, prompt, params, stream=False)
+            return self._one_chunk(model, prompt, params)
+        return self._sse(self._build(model, prompt, params, stream=True), (model, prompt, params))
+
+    async def _one_chunk(
+        self, model: str, prompt: str, params: Mapping[str, Any]
+    ) -> AsyncGenerator[CompletionChunk, None]:
+        from ._results import whole
+
+        yield whole(await self._complete(model, prompt, params))
+
+    async def _open(self, request: Request) -> httpx.Response:
+        """The stream's response, status checked, through the attempt loop (no retry after it opened)."""
 
         async def attempt() -> httpx.Response:
+            transport = await self._transports.pick()
             started = time.perf_counter()
             try:
-                response = await self._http.send(request, stream=True, follow_redirects=False)
-                if not stream or not 200 <= response.status_code < 300:
+                response = await transport.stream(request)
+                if not 200 <= response.status_code < 300:
                     try:
                         await response.aread()
                     finally:
                         await response.aclose()
             except Exception as exc:
-                if not is_transport_failure(exc):
-                    raise
-                raise self._transport_failed(request, started, exc) from exc
-            return self._succeeded(request, response, started)
+                raise self._failed(request, started, exc) from exc
+            return self._stream_opened(response, request, started)
 
-        return await self._retrying(attempt)
+        return await _attempts.arun(attempt, self._policy())
 
-    def complete_many(
-        self,
-        model: str,
-        prompts: Iterable[str] | AsyncIterable[str],
-        *,
-        concurrency: int = 16,
-        ordered: bool = False,
-        return_exceptions: bool = False,
-        requests_per_minute: float | None = None,
-        tokens_per_minute: float | None = None,
-        **params: Any,
-    ) -> AsyncBatchIterator:
-        """``complete`` for each prompt, at most ``concurrency`` in flight, paced to the limits given.
-
-        ``async for`` the results as they finish; ``.stats`` has the batch's figures.
-        """
-        from . import _batch
-
-        return _batch.acomplete_many(
-            self,
-            model,
-            prompts,
-            concurrency=concurrency,
-            ordered=ordered,
-            return_exceptions=return_exceptions,
-            requests_per_minute=requests_per_minute,
-            tokens_per_minute=tokens_per_minute,
-            **params,
-        )
-
-    async def _complete(self, kwargs: dict[str, Any], call: Called) -> Completion:
-        with _telemetry.call(self, *call) as span:
-            return span.done(await self._post(kwargs))
-
-    async def _post(self, kwargs: dict[str, Any]) -> Completion:
-        lane = self._lane
-        if lane is None or httpx_is_watched():
-            return self._completion(await self._send(self._request(kwargs)))
-        from ._aiohttp_lane import encode_json
-        from ._results import ResponseHeaders
-
-        url = self._base_url + kwargs["url"]
-        headers = self._headers | kwargs["headers"]
-        content = encode_json(kwargs["json"])
-
-        async def attempt() -> Completion:
-            # The httpx request (which errors carry) is built only when something went wrong.
-            started = time.perf_counter()
-            try:
-                reply = await lane.post(url, headers, content, self._timeout)
-            except httpx.TransportError as exc:
-                raise self._transport_failed(self._request(kwargs), started, exc) from exc
-            _log_response("POST", url, reply.status, started, headers)
-            if not 200 <= reply.status < 300:
-                raise self._wire.status_error(reply.response(self._request(kwargs)))
-            try:
-                return self._wire.parse(reply.content, ResponseHeaders(reply.headers))
-            except Malformed as exc:
-                raise exc.at(reply.response(self._request(kwargs))) from None
-
-        return await self._retrying(attempt)
-
-    async def _one_chunk(self, kwargs: dict[str, Any], call: Called) -> AsyncGenerator[CompletionChunk, None]:
-        from ._results import whole
-
-        yield whole(await self._complete(kwargs, call))
-
-    async def _sse(
-        self, request: httpx.Request, read: ChunkReader, call: Called
-    ) -> AsyncGenerator[CompletionChunk, None]:
+    async def _sse(self, request: Request, call: Called) -> AsyncGenerator[CompletionChunk, None]:
         """The chunks of a server-sent-event stream; ``aclose()`` on the generator closes the connection."""
         from httpx_sse import EventSource
 
         with _telemetry.call(self, *call, stream=True) as span:
             with span.active():
-                response = await self._send(request, stream=True)
+                response = await self._open(request)
             try:
                 if not _is_event_stream(response):
                     await response.aread()
                     raise invalid(response, "is not an event stream")
-                headers = _response_headers(response)
+                headers = _response_headers(response.headers.raw)
+                read = cast(StreamingWire, self._wire).chunk
                 async for event in EventSource(response).aiter_sse():
                     chunk = read(event, response, headers)
                     if chunk is not None:
                         yield span.chunk(chunk)
             except Exception as exc:
-                if not is_transport_failure(exc):
-                    raise
-                raise connection_error(exc, response.request) from exc
+                raise self._chunks_failed(response, exc) from exc
             finally:
                 await response.aclose()
+
+    def _complete_many(
+        self,
+        model: str,
+        prompts: Iterable[str] | AsyncIterable[str],
+        params: Mapping[str, Any],
+        concurrency: int,
+        ordered: bool,
+        return_exceptions: bool,
+        limits: tuple[float | None, float | None],
+    ) -> AsyncBatchIterator:
+        from . import _batch
+
+        return _batch.acomplete_many(
+            self, model, prompts, params, concurrency, ordered, return_exceptions, limits
+        )
 
 
 C = TypeVar("C", bound=SyncClient)

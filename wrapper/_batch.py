@@ -1,9 +1,10 @@
 """Many prompts through one client with bounded concurrency: ``complete_many`` and ``acomplete_many``.
 
 Prompts are pulled lazily, never more than ``concurrency`` ahead of the results handed back, so a
-million prompts from a file never sit in memory. Requests go out with the client's own retries off;
-retries happen here instead, paced by a limiter (``wrapper._pacing``): requests and tokens per minute
-when given, slowing down on 429s, and a 429's Retry-After pauses every request rather than one.
+million prompts from a file never sit in memory. Each prompt goes through the client's own attempt
+loop (``wrapper._attempts``) with a policy of the batch's: every attempt waits for a limiter
+(``wrapper._pacing``: requests and tokens per minute when given, slowing down on 429s, a 429's
+Retry-After pausing every request rather than one), and is counted in the batch's stats.
 """
 
 from __future__ import annotations
@@ -24,19 +25,20 @@ from collections.abc import (
 )
 from concurrent.futures import Future
 from queue import SimpleQueue
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 import attrs
 import httpx
 
-from . import _telemetry, testing
+from ._attempts import Attempts
 from ._batch_stats import BatchStats, Tally
+from ._exceptions import APIError, APIStatusError, RateLimitError
 from ._pacing import Limiter, Pacer, estimate_tokens
-from ._retry import retry_or_raise
-from .errors import APIError, APIStatusError, RateLimitError
+from ._results import Completion
+from ._retry import retry_or_raise, waited
 
 if TYPE_CHECKING:
-    from ._results import Completion
+    from ._base import AsyncClient, SyncClient
 
 __all__ = [
     "AsyncBatchIterator",
@@ -82,18 +84,6 @@ class BatchResult:
         return self.headers.get("x-request-id")
 
 
-class Completer(Protocol):
-    """What a batch needs of a client: any of the four; ``complete`` is awaited for the async ones."""
-
-    @property
-    def max_retries(self) -> int: ...
-
-    def with_options(self, *, max_retries: int) -> Completer: ...
-
-    @property
-    def complete(self) -> Callable[..., Any]: ...
-
-
 class BatchIterator(Iterator[BatchResult]):
     """What sync ``complete_many`` returns: its results as they come, ``close()``, and live ``stats``."""
 
@@ -135,44 +125,40 @@ class AsyncBatchIterator(AsyncIterator[BatchResult]):
 
 
 def complete_many(
-    client: Completer,
+    client: SyncClient,
     model: str,
     prompts: Iterable[str],
-    *,
-    concurrency: int = 16,
-    ordered: bool = False,
-    return_exceptions: bool = False,
-    requests_per_minute: float | None = None,
-    tokens_per_minute: float | None = None,
-    **params: Any,
+    params: Mapping[str, Any],
+    concurrency: int,
+    ordered: bool,
+    return_exceptions: bool,
+    limits: tuple[float | None, float | None],
 ) -> BatchIterator:
-    """Complete every prompt with at most ``concurrency`` requests in flight, yielding results as they finish.
+    """``client.complete`` for every prompt with at most ``concurrency`` in flight, results as they finish.
 
     ``prompts`` is read lazily, at most ``concurrency`` ahead of the results handed back. ``ordered=True``
     yields results in input order instead. A failed prompt raises its ``APIError`` at once unless
-    ``return_exceptions=True``, which yields it as a result. Requests are paced evenly to
-    ``requests_per_minute`` and ``tokens_per_minute`` (an estimate: ``wrapper._pacing``) when given,
+    ``return_exceptions=True``, which yields it as a result. Requests are paced evenly to ``limits``
+    (requests and tokens per minute, each None for none; tokens are estimated: ``wrapper._pacing``)
     and slow down on 429s; each prompt gets the client's ``max_retries``. Breaking out of the loop
     (or ``close()``) stops the batch; requests already sent finish on their own.
     """
     _check_arguments(prompts, concurrency)
-    pacer = Pacer(requests_per_minute, tokens_per_minute)
+    pacer = Pacer(*limits)
     jobs = ((index, prompt, params) for index, prompt in enumerate(prompts))
     batch = _Batch(client, model, Tally())
     return BatchIterator(_run(batch, pacer, jobs, concurrency, ordered, return_exceptions), batch.tally)
 
 
 def acomplete_many(
-    client: Completer,
+    client: AsyncClient,
     model: str,
     prompts: Iterable[str] | AsyncIterable[str],
-    *,
-    concurrency: int = 16,
-    ordered: bool = False,
-    return_exceptions: bool = False,
-    requests_per_minute: float | None = None,
-    tokens_per_minute: float | None = None,
-    **params: Any,
+    params: Mapping[str, Any],
+    concurrency: int,
+    ordered: bool,
+    return_exceptions: bool,
+    limits: tuple[float | None, float | None],
 ) -> AsyncBatchIterator:
     """The async ``complete_many``: prompts from an iterable or an async iterable, results by ``async for``.
 
@@ -191,13 +177,13 @@ def acomplete_many(
         concurrency=concurrency,
         ordered=ordered,
         return_exceptions=return_exceptions,
-        requests_per_minute=requests_per_minute,
-        tokens_per_minute=tokens_per_minute,
+        requests_per_minute=limits[0],
+        tokens_per_minute=limits[1],
     )
 
 
 def acomplete_jobs(
-    client: Completer,
+    client: AsyncClient,
     model: str,
     jobs: Iterator[Job] | AsyncGenerator[Job, None],
     *,
@@ -244,42 +230,117 @@ def _checked(job: Job) -> Job:
 
 
 class _Batch:
-    """What a batch's attempts share: the client's ``complete`` (retries off), its retry budget, the tally."""
+    """What a batch's prompts share: the client, the model, the retry budget and the tally."""
 
-    def __init__(self, client: Completer, model: str, tally: Tally) -> None:
-        self.call = client.with_options(max_retries=0).complete
-        self.budget = client.max_retries
+    def __init__(self, client: SyncClient | AsyncClient, model: str, tally: Tally) -> None:
+        self.client = client
         self.model = model
         self.tally = tally
         self.context = contextvars.copy_context()  # the caller's: its current span is each prompt's parent
 
-    def failed(self, error: APIError, retries: int, forgiven: int) -> tuple[float, bool]:
-        """After a failed attempt: (seconds to wait, does it use up a retry). Raises ``error`` when final.
+    def estimate(self, prompt: str, params: Mapping[str, Any]) -> int:
+        return estimate_tokens(prompt, params, self.client.API.max_tokens)
 
-        A 429 met the batch's own pace, which the limiter lowers for it (and pauses for its
-        Retry-After): it costs no retry, up to ``FORGIVEN_429S`` times per prompt.
-        """
+
+class _Counted(Attempts):
+    """A batch prompt's policy: every attempt counted, 429s slowing the batch down, not retries.
+
+    A 429 met the batch's own pace, which the limiter lowers for it (and pauses for its
+    Retry-After): it costs no retry, up to ``FORGIVEN_429S`` times per prompt.
+    """
+
+    def __init__(self, batch: _Batch, estimate: int) -> None:
+        super().__init__(batch.client.max_retries)
+        self.batch = batch
+        self.estimate = estimate
+        self.forgiven = 0
+        self.sent_at = 0.0
+
+    def _sent(self) -> None:
+        self.sent_at = time.monotonic()
+        self.batch.tally.sent()
+
+    def _answered(self) -> None:
+        self.batch.tally.answered(time.monotonic() - self.sent_at)
+
+    def _used(self, completion: Completion) -> int:
+        """Count a success; the tokens it used (as reported, else the estimate)."""
+        self.batch.tally.completed(completion)
+        if completion.prompt_tokens is None or completion.response_tokens is None:
+            return self.estimate
+        return completion.prompt_tokens + completion.response_tokens
+
+    def failed(self, error: APIError) -> float:
+        tally = self.batch.tally
         counted = True
         if isinstance(error, RateLimitError):
-            self.tally.add("rate_limited")
-            counted = forgiven >= FORGIVEN_429S
+            tally.add("rate_limited")
+            counted = self.forgiven >= FORGIVEN_429S
+        # A forgiven 429 is retried even when the budget is spent (unless there is none at all).
+        retries = self.retries if counted else min(self.retries, max(self.max_retries - 1, 0))
         try:
-            # A forgiven 429 is retried even when the budget is spent (unless there is none at all).
-            delay = retry_or_raise(
-                error, retries if counted else min(retries, max(self.budget - 1, 0)), self.budget
-            )
+            delay = retry_or_raise(error, retries, self.max_retries)
         except APIError:
-            self.tally.add("failed")
+            tally.add("failed")
             raise
-        self.tally.add("retries")
-        return (0.0 if testing.is_testing() else delay), counted
+        tally.add("retries")
+        if counted:
+            self.retries += 1
+        else:
+            self.forgiven += 1
+        return delay
 
-    def succeeded(self, completion: Completion, estimate: int) -> int:
-        """Count a success; the tokens it used (as reported, else the estimate)."""
-        self.tally.completed(completion)
-        if completion.prompt_tokens is None or completion.response_tokens is None:
-            return estimate
-        return completion.prompt_tokens + completion.response_tokens
+
+class _Paced(_Counted):
+    """A sync batch prompt's policy: each attempt waits for the ``Pacer``, and stops when the batch does."""
+
+    def __init__(self, batch: _Batch, estimate: int, pacer: Pacer, stop: threading.Event) -> None:
+        super().__init__(batch, estimate)
+        self.pacer = pacer
+        self.stop = stop
+
+    def before(self) -> None:
+        if self.stop.wait(self.pacer.reserve(self.estimate)):
+            raise _Stopped
+        self._sent()
+
+    def succeeded(self, result: object) -> None:
+        self._answered()
+        assert isinstance(result, Completion)
+        self.pacer.correct(self.estimate, self._used(result))
+
+    def failed(self, error: APIError) -> float:
+        self._answered()
+        if isinstance(error, RateLimitError):
+            self.pacer.slow_down(_retry_after(error))
+        return super().failed(error)
+
+    def wait(self, seconds: float) -> None:
+        if self.stop.wait(waited(seconds)):
+            raise _Stopped
+
+
+class _APaced(_Counted):
+    """An async batch prompt's policy: each attempt waits for the ``Limiter`` (a ``Pacer``, or Ray's)."""
+
+    def __init__(self, batch: _Batch, estimate: int, limiter: Limiter) -> None:
+        super().__init__(batch, estimate)
+        self.limiter = limiter
+
+    async def abefore(self) -> None:
+        await self.limiter.acquire(self.estimate)
+        self._sent()
+
+    async def asucceeded(self, result: object) -> None:
+        self._answered()
+        assert isinstance(result, Completion)
+        await self.limiter.settle(self.estimate, self._used(result))
+
+    async def afailed(self, error: APIError) -> float:
+        self._answered()
+        if isinstance(error, RateLimitError):
+            await self.limiter.throttled(_retry_after(error))
+        return self.failed(error)
 
 
 def _retry_after(error: APIError) -> float | None:
@@ -339,31 +400,11 @@ class _Stopped(BaseException):
 
 
 def _attempts(batch: _Batch, pacer: Pacer, stop: threading.Event, job: Job) -> Completion:
-    """One prompt's attempts in a worker thread, paced, until it completes or fails for good."""
+    """One prompt in a worker thread: the client's attempt loop, paced, until it completes or fails."""
     _, prompt, params = job
-    estimate = estimate_tokens(prompt, params)
-    retries = forgiven = 0
-    wait = 0.0
-    with _telemetry.call(batch.call, batch.model, prompt, params) as span:  # one span, retries included
-        while True:
-            # The retry's wait first, then the pacer's slot: booked at once, a slot would be spent early.
-            if (wait > 0 and stop.wait(wait)) or stop.wait(pacer.reserve(estimate)):
-                raise _Stopped
-            sent = time.monotonic()
-            batch.tally.sent()
-            try:
-                completion: Completion = batch.call(batch.model, prompt, **params)
-            except APIError as error:
-                batch.tally.answered(time.monotonic() - sent)
-                if isinstance(error, RateLimitError):
-                    pacer.slow_down(_retry_after(error))
-                wait, counted = batch.failed(error, retries, forgiven)
-                retries += counted
-                forgiven += not counted
-                continue
-            batch.tally.answered(time.monotonic() - sent)
-            pacer.correct(estimate, batch.succeeded(completion, estimate))
-            return span.done(completion)
+    policy = _Paced(batch, batch.estimate(prompt, params), pacer, stop)
+    client = cast("SyncClient", batch.client)
+    return client._complete(batch.model, prompt, params, policy)
 
 
 class _Workers:
@@ -437,30 +478,11 @@ def _run(
 
 
 async def _aattempts(batch: _Batch, limiter: Limiter, job: Job) -> Completion:
-    """One prompt's attempts as a task, paced, until it completes or fails for good."""
+    """One prompt as a task: the client's attempt loop, paced, until it completes or fails for good."""
     _, prompt, params = job
-    estimate = estimate_tokens(prompt, params)
-    retries = forgiven = 0
-    with _telemetry.call(batch.call, batch.model, prompt, params) as span:  # one span, retries included
-        while True:
-            await limiter.acquire(estimate)
-            sent = time.monotonic()
-            batch.tally.sent()
-            try:
-                completion: Completion = await batch.call(batch.model, prompt, **params)
-            except APIError as error:
-                batch.tally.answered(time.monotonic() - sent)
-                if isinstance(error, RateLimitError):
-                    await limiter.throttled(_retry_after(error))
-                wait, counted = batch.failed(error, retries, forgiven)
-                retries += counted
-                forgiven += not counted
-                if wait > 0:
-                    await asyncio.sleep(wait)
-                continue
-            batch.tally.answered(time.monotonic() - sent)
-            await limiter.settle(estimate, batch.succeeded(completion, estimate))
-            return span.done(completion)
+    policy = _APaced(batch, batch.estimate(prompt, params), limiter)
+    client = cast("AsyncClient", batch.client)
+    return await client._complete(batch.model, prompt, params, policy)
 
 
 async def _arun(

@@ -27,13 +27,14 @@ STATUS_FIRST = frozenset({401, 403, 408, 409, 429})
 class GradientWire:
     """Gradient's request bodies, results and errors, for one workspace."""
 
-    provider = "gradient"
-
     def __init__(self, workspace_id: str) -> None:
         self._workspace_id = workspace_id
 
-    def request(self, model: str, prompt: str, params: Mapping[str, Any]) -> dict[str, Any]:
-        """The generated request builder's kwargs for a call; ``ValueError`` for what the spec forbids."""
+    def request(self, model: str, prompt: str, params: Mapping[str, Any], *, stream: bool) -> dict[str, Any]:
+        """The generated request builder's kwargs for a call; ``ValueError`` for what the spec forbids.
+
+        Gradient does not stream: ``stream`` is never true (``Api.streams`` is false).
+        """
         body = body_fields(check_params(params, RULES), KEYWORDS)
         body[PROMPT["wire"]] = _PROMPT("prompt", prompt)
         return complete_model._get_kwargs(

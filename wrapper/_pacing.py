@@ -55,7 +55,6 @@ MIN_RATE = 1 / 60
 """Adaptation never slows below one request a minute."""
 WINDOW = 2.0
 """Seconds over which the achieved success rate and the share of 429s are measured."""
-MAX_TOKENS_PARAMS = ("max_tokens", "max_generated_token_count")  # Scale's, Gradient's
 
 
 class Limiter(Protocol):
@@ -83,9 +82,9 @@ def checked_limit(name: str, value: object) -> float | None:
     return float(value)
 
 
-def estimate_tokens(prompt: str, params: Mapping[str, Any]) -> int:
-    """A request's token cost before it is sent: ``ceil(len(prompt) / 4)`` plus its max-tokens parameter."""
-    extra = next((params[name] for name in MAX_TOKENS_PARAMS if name in params), None)
+def estimate_tokens(prompt: str, params: Mapping[str, Any], max_tokens: str) -> int:
+    """A request's token cost before it is sent: ``ceil(len(prompt) / 4)`` plus its ``max_tokens`` keyword."""
+    extra = params.get(max_tokens)
     if not isinstance(extra, int) or isinstance(extra, bool) or extra < 0:
         extra = 0  # absent, or invalid: ``complete`` refuses it before anything is sent
     return math.ceil(len(prompt) / 4) + extra

@@ -30,6 +30,7 @@ __all__ = [
     "retry_delay",
     "retry_or_raise",
     "sleep",
+    "waited",
 ]
 
 INITIAL_DELAY = 0.5
@@ -61,17 +62,21 @@ def retry_or_raise(error: APIError, retries: int, max_retries: int) -> float:
     return delay
 
 
+def waited(seconds: float) -> float:
+    """How long a retry's wait of ``seconds`` really lasts: 0 in testing mode (the one place it is read)."""
+    return 0.0 if testing.is_testing() else seconds
+
+
 def sleep(seconds: float) -> None:
     """Wait ``seconds`` before a retry; return at once in testing mode."""
-    if not testing.is_testing():
-        time.sleep(seconds)
+    time.sleep(waited(seconds))
 
 
 async def asleep(seconds: float) -> None:
     """Wait ``seconds`` before a retry without blocking the loop; return at once in testing mode."""
     import asyncio  # not at module level: `import wrapper.scale` stays light
 
-    await asyncio.sleep(0 if testing.is_testing() else seconds)
+    await asyncio.sleep(waited(seconds))
 
 
 def is_retryable(exc: BaseException) -> bool:

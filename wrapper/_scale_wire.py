@@ -27,8 +27,6 @@ _PROMPT = prompt_rule(PROMPT)
 class ScaleWire:
     """Scale's request bodies, results and errors."""
 
-    provider = "scale"
-
     def request(self, model: str, prompt: str, params: Mapping[str, Any], *, stream: bool) -> dict[str, Any]:
         """The generated request builder's kwargs for a call; ``ValueError`` for what the spec forbids."""
         body = body_fields(check_params(params, RULES), KEYWORDS)

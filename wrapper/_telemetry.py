@@ -87,7 +87,7 @@ def call(client: Any, model: str, prompt: str, params: Mapping[str, Any], *, str
     if otel is None or _current.get() is not None:
         return _OFF
     owner = getattr(client, "__self__", client)
-    if not hasattr(owner, "_wire"):  # not one of this package's clients (a batch over a test double)
+    if not hasattr(owner, "API"):  # not one of this package's clients (a batch over a test double)
         return _OFF
     return _Traced(otel, owner, model, prompt, params, stream)
 
@@ -201,13 +201,12 @@ def _server(base_url: str) -> tuple[str, int | None]:
 
 
 @functools.cache
-def _request_keys() -> dict[str, str]:
-    """Each request parameter's attribute, by keyword name (Scale's and Gradient's max tokens alike)."""
+def _request_keys(max_tokens: str) -> dict[str, str]:
+    """Each request parameter's attribute, by keyword name (``max_tokens``: the API's keyword for it)."""
     from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 
     return {
-        "max_tokens": gen_ai.GEN_AI_REQUEST_MAX_TOKENS,
-        "max_generated_token_count": gen_ai.GEN_AI_REQUEST_MAX_TOKENS,
+        max_tokens: gen_ai.GEN_AI_REQUEST_MAX_TOKENS,
         "temperature": gen_ai.GEN_AI_REQUEST_TEMPERATURE,
         "top_p": gen_ai.GEN_AI_REQUEST_TOP_P,
         "top_k": gen_ai.GEN_AI_REQUEST_TOP_K,
@@ -256,7 +255,7 @@ class _Traced(Call):
         address, port = _server(client.base_url)
         common: dict[str, AttributeValue] = {
             gen_ai.GEN_AI_OPERATION_NAME: gen_ai.GenAiOperationNameValues.TEXT_COMPLETION.value,
-            gen_ai.GEN_AI_PROVIDER_NAME: client._wire.provider,
+            gen_ai.GEN_AI_PROVIDER_NAME: client.API.name,
             gen_ai.GEN_AI_REQUEST_MODEL: model,
             server.SERVER_ADDRESS: address,
         }
@@ -276,7 +275,7 @@ class _Traced(Call):
         self._span_attributes: dict[str, AttributeValue] = {}
         if otel.tracer is not None:
             attributes = self._span_attributes = dict(common)
-            keys = _request_keys()
+            keys = _request_keys(client.API.max_tokens)
             for name, value in params.items():
                 if name in keys and (attribute := _attribute(value)) is not None:
                     attributes[keys[name]] = attribute

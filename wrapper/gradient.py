@@ -3,19 +3,21 @@
     from wrapper.gradient import Gradient
 
     with Gradient() as gradient:  # GRADIENT_ACCESS_TOKEN, GRADIENT_WORKSPACE_ID, GRADIENT_API_URL
-        answer = gradient.complete("model-id", "Is the sky blue?", guidance=["yes", "no"])
+        answer = gradient.complete("nous-hermes2", "Is the sky blue?", guidance=["yes", "no"])
         print(answer.text)
 
 ``complete`` and ``stream`` at module level use a client built from the environment on first use.
+``API`` is what the rest of the package knows of Gradient (``wrapper._api.Api``).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Generator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterable, Generator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Unpack
 
 import httpx
 
+from ._api import Api, Credential
 from ._base import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
@@ -31,20 +33,34 @@ from ._base import (
 if TYPE_CHECKING:
     from generated.gradient.params import GradientParams
 
+    from ._batch import AsyncBatchIterator, BatchIterator
     from ._gradient_wire import GradientWire
     from ._results import Completion, CompletionChunk
 
-__all__ = ["DEFAULT_BASE_URL", "AsyncGradient", "Gradient", "GradientParams", "complete", "stream"]
+__all__ = ["API", "DEFAULT_BASE_URL", "AsyncGradient", "Gradient", "GradientParams", "complete", "stream"]
 
 DEFAULT_BASE_URL = "https://api.gradient.ai/api"
+API = Api(
+    name="gradient",
+    credentials=(
+        Credential("access_token", "GRADIENT_ACCESS_TOKEN", required=True),
+        Credential("workspace_id", "GRADIENT_WORKSPACE_ID", required=True),
+    ),
+    base_url_env="GRADIENT_API_URL",
+    default_base_url=DEFAULT_BASE_URL,
+    sandbox_path="/api",
+    max_tokens="max_generated_token_count",
+    stop=None,
+    streams=False,
+    log_env="GRADIENT_LOG",
+    model_help="the base model slug or fine-tuned model adapter id",
+)
 
 
 def _config(
     access_token: str | None, workspace_id: str | None, base_url: str | None
 ) -> tuple[GradientWire, Settings]:
-    from ._gradient_wire import (
-        GradientWire,
-    )  # imported with the first client: `import wrapper.gradient` stays light
+    from ._gradient_wire import GradientWire  # imported with the first client: the import stays light
 
     token = required(access_token, env="GRADIENT_ACCESS_TOKEN", argument="access_token", client="Gradient")
     workspace = required(
@@ -62,9 +78,10 @@ class Gradient(SyncClient):
     attempt; failed requests are retried up to ``max_retries`` times. ``default_headers`` go on
     every request. ``limits`` sizes the connection pool (default: no cap on connections, 1000 kept
     alive); ``http_client`` replaces the pool, with its own proxy and TLS settings (the client
-    closes it on ``close()``). See README, "Networks".
+    closes it on ``close()``). A closed client refuses calls.
     """
 
+    API = API
     _wire: GradientWire
 
     def __init__(
@@ -90,7 +107,7 @@ class Gradient(SyncClient):
 
     def complete(self, model: str, prompt: str, **params: Unpack[GradientParams]) -> Completion:
         """Complete ``prompt`` (sent as ``query``) with the base or fine-tuned model ``model``."""
-        return self._complete(self._wire.request(model, prompt, params), (model, prompt, params))
+        return self._complete(model, prompt, params)
 
     def stream(
         self, model: str, prompt: str, **params: Unpack[GradientParams]
@@ -99,18 +116,38 @@ class Gradient(SyncClient):
 
         It is here so that code written for streaming works with both providers.
         """
-        return self._one_chunk(self._wire.request(model, prompt, params), (model, prompt, params))
+        return self._stream(model, prompt, params)
+
+    def complete_many(
+        self,
+        model: str,
+        prompts: Iterable[str],
+        *,
+        concurrency: int = 16,
+        ordered: bool = False,
+        return_exceptions: bool = False,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+        **params: Unpack[GradientParams],
+    ) -> BatchIterator:
+        """``complete`` for each prompt, at most ``concurrency`` in flight, paced to the limits given.
+
+        As ``Scale.complete_many``: results as they finish (``ordered=True``: in input order),
+        ``.stats``, ``return_exceptions``, ``requests_per_minute``/``tokens_per_minute``.
+        """
+        limits = (requests_per_minute, tokens_per_minute)
+        return self._complete_many(model, prompts, params, concurrency, ordered, return_exceptions, limits)
 
 
 class AsyncGradient(AsyncClient):
     """The async ``Gradient``: the same methods, awaited; ``stream``, ``complete_many`` are async iterators.
 
-    By default ``complete`` posts on an aiohttp fast lane, much faster than httpx's own pool under
-    concurrency, unless a proxy, a mock or a tracer needs httpx (README, "Networks"); pass
-    ``http_client=httpx.AsyncClient(...)`` to choose the pool yourself. Use it within one event
-    loop, and ``await client.close()`` (or ``async with``) when done.
+    By default it sends with aiohttp unless a proxy, a mock or a tracer needs httpx; pass
+    ``http_client=httpx.AsyncClient(...)`` to choose the pool yourself. It works from any event
+    loop; ``await client.close()`` (or ``async with``) when done.
     """
 
+    API = API
     _wire: GradientWire
 
     def __init__(
@@ -136,15 +173,32 @@ class AsyncGradient(AsyncClient):
 
     async def complete(self, model: str, prompt: str, **params: Unpack[GradientParams]) -> Completion:
         """Complete ``prompt`` (sent as ``query``) with the base or fine-tuned model ``model``."""
-        return await self._complete(self._wire.request(model, prompt, params), (model, prompt, params))
+        return await self._complete(model, prompt, params)
 
     def stream(
         self, model: str, prompt: str, **params: Unpack[GradientParams]
     ) -> AsyncGenerator[CompletionChunk, None]:
         """Gradient's API does not stream: this yields the whole output as one chunk once it is complete."""
-        return self._one_chunk(self._wire.request(model, prompt, params), (model, prompt, params))
+        return self._stream(model, prompt, params)
+
+    def complete_many(
+        self,
+        model: str,
+        prompts: Iterable[str] | AsyncIterable[str],
+        *,
+        concurrency: int = 16,
+        ordered: bool = False,
+        return_exceptions: bool = False,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+        **params: Unpack[GradientParams],
+    ) -> AsyncBatchIterator:
+        """The async ``Gradient.complete_many``; closing the iterator cancels the requests in flight."""
+        limits = (requests_per_minute, tokens_per_minute)
+        return self._complete_many(model, prompts, params, concurrency, ordered, return_exceptions, limits)
 
 
+CLIENTS = (Gradient, AsyncGradient)
 _default = DefaultClient(Gradient)
 
 

@@ -3,20 +3,22 @@
     from wrapper.scale import Scale
 
     with Scale() as scale:  # SGP_API_KEY, SGP_ACCOUNT_ID, SGP_CLIENT_BASE_URL
-        print(scale.complete("deployment-id", "What is the capital of France?", max_tokens=32).text)
-        for chunk in scale.stream("deployment-id", "Tell me a story"):
+        print(scale.complete("llama-3-8b-instruct", "What is the capital of France?", max_tokens=32).text)
+        for chunk in scale.stream("llama-3-8b-instruct", "Tell me a story"):
             print(chunk.text, end="", flush=True)
 
 ``complete`` and ``stream`` at module level use a client built from the environment on first use.
+``API`` is what the rest of the package knows of Scale GP (``wrapper._api.Api``).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Generator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterable, Generator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Unpack
 
 import httpx
 
+from ._api import Api, Credential
 from ._base import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
@@ -33,12 +35,28 @@ from ._network import header_value
 if TYPE_CHECKING:
     from generated.scale.params import ScaleParams
 
+    from ._batch import AsyncBatchIterator, BatchIterator
     from ._results import Completion, CompletionChunk
     from ._scale_wire import ScaleWire
 
-__all__ = ["DEFAULT_BASE_URL", "AsyncScale", "Scale", "ScaleParams", "complete", "stream"]
+__all__ = ["API", "DEFAULT_BASE_URL", "AsyncScale", "Scale", "ScaleParams", "complete", "stream"]
 
 DEFAULT_BASE_URL = "https://api.egp.scale.com"
+API = Api(
+    name="scale",
+    credentials=(
+        Credential("api_key", "SGP_API_KEY", required=True),
+        Credential("account_id", "SGP_ACCOUNT_ID", required=False),
+    ),
+    base_url_env="SGP_CLIENT_BASE_URL",
+    default_base_url=DEFAULT_BASE_URL,
+    sandbox_path="",
+    max_tokens="max_tokens",
+    stop="stop_sequences",
+    streams=True,
+    log_env="SGP_CLIENT_LOG",
+    model_help="the model deployment id",
+)
 
 
 def _settings(api_key: str | None, account_id: str | None, base_url: str | None) -> Settings:
@@ -63,9 +81,10 @@ class Scale(SyncClient):
     attempt; failed requests are retried up to ``max_retries`` times. ``default_headers`` go on
     every request. ``limits`` sizes the connection pool (default: no cap on connections, 1000 kept
     alive); ``http_client`` replaces the pool, with its own proxy and TLS settings (the client
-    closes it on ``close()``). See README, "Networks".
+    closes it on ``close()``). A closed client refuses calls.
     """
 
+    API = API
     _wire: ScaleWire
 
     def __init__(
@@ -91,10 +110,8 @@ class Scale(SyncClient):
         )
 
     def complete(self, model: str, prompt: str, **params: Unpack[ScaleParams]) -> Completion:
-        """Complete ``prompt`` with the deployment ``model``."""
-        return self._complete(
-            self._wire.request(model, prompt, params, stream=False), (model, prompt, params)
-        )
+        """Complete ``prompt`` with the deployment ``model``; ``params`` are ``ScaleParams``."""
+        return self._complete(model, prompt, params)
 
     def stream(
         self, model: str, prompt: str, **params: Unpack[ScaleParams]
@@ -105,19 +122,41 @@ class Scale(SyncClient):
         loop or ``close()`` closes the connection; a connection that breaks mid-stream raises
         ``APIConnectionError`` (never retried once a chunk has been yielded).
         """
-        request = self._request(self._wire.request(model, prompt, params, stream=True), stream=True)
-        return self._sse(request, self._wire.chunk, (model, prompt, params))
+        return self._stream(model, prompt, params)
+
+    def complete_many(
+        self,
+        model: str,
+        prompts: Iterable[str],
+        *,
+        concurrency: int = 16,
+        ordered: bool = False,
+        return_exceptions: bool = False,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+        **params: Unpack[ScaleParams],
+    ) -> BatchIterator:
+        """``complete`` for each prompt, at most ``concurrency`` in flight, paced to the limits given.
+
+        Iterate for the results (``wrapper.BatchResult``) as they finish, or in input order with
+        ``ordered=True``; ``.stats`` has the batch's figures (``wrapper.BatchStats``). A failed prompt
+        raises its error unless ``return_exceptions=True``; ``requests_per_minute`` and
+        ``tokens_per_minute`` pace the batch evenly, and 429s slow it down.
+        """
+        limits = (requests_per_minute, tokens_per_minute)
+        return self._complete_many(model, prompts, params, concurrency, ordered, return_exceptions, limits)
 
 
 class AsyncScale(AsyncClient):
     """The async ``Scale``: the same methods, awaited; ``stream`` and ``complete_many`` are async iterators.
 
-    By default ``complete`` posts on an aiohttp fast lane, much faster than httpx's own pool under
-    concurrency, unless a proxy, a mock or a tracer needs httpx (README, "Networks"); pass
-    ``http_client=httpx.AsyncClient(...)`` to choose the pool yourself. Use it within one event
-    loop, and ``await client.close()`` (or ``async with``) when done.
+    By default it sends with aiohttp, much faster than httpx's own pool under concurrency, unless
+    a proxy, a mock or a tracer needs httpx; pass ``http_client=httpx.AsyncClient(...)`` to choose
+    the pool yourself. It works from any event loop; ``await client.close()`` (or ``async with``)
+    when done.
     """
 
+    API = API
     _wire: ScaleWire
 
     def __init__(
@@ -143,10 +182,8 @@ class AsyncScale(AsyncClient):
         )
 
     async def complete(self, model: str, prompt: str, **params: Unpack[ScaleParams]) -> Completion:
-        """Complete ``prompt`` with the deployment ``model``."""
-        return await self._complete(
-            self._wire.request(model, prompt, params, stream=False), (model, prompt, params)
-        )
+        """Complete ``prompt`` with the deployment ``model``; ``params`` are ``ScaleParams``."""
+        return await self._complete(model, prompt, params)
 
     def stream(
         self, model: str, prompt: str, **params: Unpack[ScaleParams]
@@ -156,10 +193,29 @@ class AsyncScale(AsyncClient):
         To close the connection as soon as you stop early, close the generator:
         ``async with contextlib.aclosing(client.stream(...)) as chunks: ...``.
         """
-        request = self._request(self._wire.request(model, prompt, params, stream=True), stream=True)
-        return self._sse(request, self._wire.chunk, (model, prompt, params))
+        return self._stream(model, prompt, params)
+
+    def complete_many(
+        self,
+        model: str,
+        prompts: Iterable[str] | AsyncIterable[str],
+        *,
+        concurrency: int = 16,
+        ordered: bool = False,
+        return_exceptions: bool = False,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+        **params: Unpack[ScaleParams],
+    ) -> AsyncBatchIterator:
+        """The async ``Scale.complete_many``: prompts from an (async) iterable, ``async for`` the results.
+
+        Leaving the loop early and closing the iterator (``aclose()``) cancels the requests in flight.
+        """
+        limits = (requests_per_minute, tokens_per_minute)
+        return self._complete_many(model, prompts, params, concurrency, ordered, return_exceptions, limits)
 
 
+CLIENTS = (Scale, AsyncScale)
 _default = DefaultClient(Scale)
 
 

@@ -13,7 +13,7 @@ from wrapper._cli._results import ResultFile
 
 if TYPE_CHECKING:
     from wrapper import BatchStats
-    from wrapper._batch import Completer
+    from wrapper._base import AsyncClient as Completer
     from wrapper._results import Completion
 
 __all__ = ["describe", "error_fields", "result_fields", "run_batch"]

@@ -1,0 +1,69 @@
+"""One connection pool per event loop, closed when its loop shuts down.
+
+A pool's connections belong to the loop that opened them, so an async client keeps one pool per
+loop: ``asyncio.run(...)`` twice, or a loop per thread, each get their own. Each pool is watched by
+a small async generator started in its loop: ``asyncio.run`` (and every runner that calls
+``loop.shutdown_asyncgens()``, as pytest-asyncio's does) closes it before closing the loop, and the
+generator then closes the pool, so nothing is left open when a loop ends, closed client or not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncGenerator, Callable
+from typing import Generic, Protocol, TypeVar
+
+__all__ = ["PerLoop"]
+
+
+class _Pool(Protocol):
+    async def aclose(self) -> None: ...
+
+
+P = TypeVar("P", bound=_Pool)
+
+
+class PerLoop(Generic[P]):
+    """The pool ``factory`` built for each event loop that asks, until ``aclose()``."""
+
+    def __init__(self, factory: Callable[[], P]) -> None:
+        self._factory = factory
+        self._lock = threading.Lock()  # loops in several threads may ask at once
+        self._pools: dict[asyncio.AbstractEventLoop, tuple[P, AsyncGenerator[None, None]]] = {}
+
+    async def get(self) -> P:
+        """The running loop's pool, built (and watched) on its first call."""
+        loop = asyncio.get_running_loop()
+        entry = self._pools.get(loop)
+        if entry is not None:
+            return entry[0]
+        pool = self._factory()
+        watcher = self._watch(loop, pool)
+        await anext(watcher)  # its first step registers it with the loop, which will close it at shutdown
+        with self._lock:
+            self._pools[loop] = (pool, watcher)
+            for other in [other for other in self._pools if other.is_closed()]:
+                del self._pools[other]  # a loop closed without shutting down its generators
+        return pool
+
+    async def _watch(self, loop: asyncio.AbstractEventLoop, pool: P) -> AsyncGenerator[None, None]:
+        """Yields once, then waits: once closed (its loop shutting down, or ``aclose``), closes ``pool``."""
+        try:
+            yield
+        finally:
+            with self._lock:
+                if self._pools.get(loop, (None,))[0] is pool:
+                    del self._pools[loop]
+            await pool.aclose()
+
+    async def aclose(self) -> None:
+        """Close this loop's pool now, and every other loop's pool from within that loop."""
+        with self._lock:
+            entries = list(self._pools.items())
+        here = asyncio.get_running_loop()
+        for loop, (_, watcher) in entries:
+            if loop is here:
+                await watcher.aclose()
+            elif loop.is_running():
+                asyncio.run_coroutine_threadsafe(watcher.aclose(), loop)
