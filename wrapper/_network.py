@@ -67,6 +67,7 @@ _HOOKS = (
     ("httpx", "AsyncHTTPTransport", "handle_async_request"),  # pytest-httpx
     ("httpcore", "AsyncConnectionPool", "handle_async_request"),  # respx, OpenTelemetry
     ("httpx", "AsyncClient", "_transport_for_url"),  # respx's other mocker
+    ("httpx", "AsyncClient", "send"),  # Sentry
 )
 """The functions that HTTP mocks and httpx instrumentations replace to see requests."""
 _originals: dict[tuple[str, str, str], object] = {}

@@ -34,6 +34,10 @@ class Sizes:
     paced_prompts: int
     adaptive_prompts: int
     adaptive_concurrency: int
+    streams: int  # concurrent-streams row: streams per run, of stream_chunks events each,
+    stream_chunks: int
+    stream_concurrency: int  # ... from this many tasks, the server holding each answer stream_delay s
+    stream_delay: float
 
 
 FULL = Sizes(
@@ -56,6 +60,10 @@ FULL = Sizes(
     paced_prompts=600,
     adaptive_prompts=1200,
     adaptive_concurrency=64,
+    streams=400,
+    stream_chunks=50,
+    stream_concurrency=200,
+    stream_delay=0.2,
 )
 QUICK = Sizes(
     requests=20,
@@ -77,6 +85,10 @@ QUICK = Sizes(
     paced_prompts=60,
     adaptive_prompts=100,
     adaptive_concurrency=8,
+    streams=20,
+    stream_chunks=5,
+    stream_concurrency=10,
+    stream_delay=0.05,
 )
 
 

@@ -24,6 +24,7 @@ from row_flight import flight_rows
 from row_import import import_rows
 from row_limits import limit_rows
 from row_stream import stream_rows
+from row_streams import stream_load_rows
 from row_sync import sync_rows
 from server import Server, serve, split_cpus
 
@@ -76,11 +77,18 @@ def _flight(sizes: Sizes, cpus: set[int] | None) -> list[Row]:
         return flight_rows(slow.url, sizes)
 
 
+def _streams(sizes: Sizes, cpus: set[int] | None) -> list[Row]:
+    """The concurrent-streams row, against a server that holds every answer ``stream_delay`` seconds."""
+    with serve(sizes.stream_chunks, cpus, delay=sizes.stream_delay) as slow:
+        return stream_load_rows(slow.url, sizes)
+
+
 def _groups(server: Server, sizes: Sizes, cpus: set[int] | None) -> dict[str, Callable[[], list[Row]]]:
     return {
         "sync": lambda: sync_rows(server.url, sizes),
         "async": lambda: async_rows(server, sizes),
         "stream": lambda: stream_rows(server.url, sizes),
+        "streams": lambda: _streams(sizes, cpus),
         "import": lambda: import_rows(sizes),
         "batch": lambda: batch_rows(server.url, sizes),
         "flight": lambda: _flight(sizes, cpus),
@@ -99,7 +107,7 @@ def main() -> None:
     parser.add_argument(
         "--only",
         action="append",
-        choices=["sync", "async", "stream", "import", "batch", "flight", "limits"],
+        choices=["sync", "async", "stream", "streams", "import", "batch", "flight", "limits"],
         help="run these rows only (repeatable)",
     )
     args = parser.parse_args()

@@ -1,0 +1,158 @@
+"""A client's life: a closed one refuses calls and opens nothing; an async one works from any event loop.
+
+The cross-loop checks run in a fresh interpreter with warnings as errors and asyncio's debug mode,
+so that an unclosed session, socket or transport (which aiohttp and asyncio report on stderr when
+they are collected) fails the test.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+
+import pytest
+from helpers import CLASSES, CREDENTIALS, call, collect
+
+from wrapper import _attempts
+from wrapper.errors import APIError, InternalServerError
+from wrapper.sandbox import Sandbox
+
+MODELS = {"scale": "llama-3-8b-instruct", "gradient": "nous-hermes2"}
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[Sandbox]:
+    with Sandbox(seed=0) as sandbox:
+        yield sandbox
+
+
+def base_url(sandbox: Sandbox, provider: str) -> str:
+    return sandbox.scale_base_url if provider == "scale" else sandbox.gradient_base_url
+
+
+@pytest.mark.usefixtures("clean_env")
+@pytest.mark.parametrize("provider", ["scale", "gradient"])
+async def test_a_closed_client_refuses_every_call_and_sends_nothing(
+    served: Sandbox, provider: str, mode: str
+) -> None:
+    client = CLASSES[provider][mode == "async"](**CREDENTIALS[provider], base_url=base_url(served, provider))
+    copy = client.with_options(max_retries=0)
+    assert (await call(client.complete(MODELS[provider], "Alice"))).text
+    await call(copy.close())
+    before = served.stats().requests
+    for attempt in (
+        lambda: call(client.complete(MODELS[provider], "Alice")),
+        lambda: collect(client.stream(MODELS[provider], "Alice")),
+        lambda: collect(client.complete_many(MODELS[provider], ["Alice"])),
+    ):
+        with pytest.raises(RuntimeError, match="client is closed"):
+            await attempt()
+    await call(client.close())  # closing again is harmless
+    assert served.stats().requests == before
+
+
+CROSS_LOOPS = """
+import asyncio, gc, sys, threading
+from wrapper.{module} import {cls}
+
+client = {cls}({credentials}, base_url=sys.argv[1])
+
+async def use():
+    result = await client.complete("{model}", "Alice")
+    chunks = [chunk.text async for chunk in client.stream("{model}", "Alice")]
+    batch = [r.ok async for r in client.complete_many("{model}", ["a", "b", "c"])]
+    return bool(result.text) and bool("".join(chunks)) and batch == [True] * 3
+
+results = [asyncio.run(use()), asyncio.run(use())]  # two loops in a row
+threads = [threading.Thread(target=lambda: results.append(asyncio.run(use()))) for _ in range(3)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+
+async def close():
+    await client.close()
+
+asyncio.run(close())
+del client
+gc.collect()
+print(results)
+"""
+
+
+@pytest.mark.parametrize("provider", ["scale", "gradient"])
+def test_one_async_client_in_many_loops_and_threads_leaks_nothing(served: Sandbox, provider: str) -> None:
+    cls = CLASSES[provider][1]
+    credentials = ", ".join(f"{key}={value!r}" for key, value in CREDENTIALS[provider].items())
+    script = CROSS_LOOPS.format(
+        module=provider, cls=cls.__name__, credentials=credentials, model=MODELS[provider]
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "dev",
+            "-W",
+            "error",
+            "-c",
+            textwrap.dedent(script),
+            base_url(served, provider),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str([True] * 5)
+    assert "Unclosed" not in out.stderr, out.stderr
+    assert "ResourceWarning" not in out.stderr, out.stderr
+
+
+class Recording(_attempts.Attempts):
+    """A policy that notes each hook the attempt loop calls."""
+
+    def __init__(self, max_retries: int) -> None:
+        super().__init__(max_retries)
+        self.hooks: list[str] = []
+
+    def before(self) -> None:
+        self.hooks.append("before")
+
+    def succeeded(self, result: object) -> None:
+        self.hooks.append(f"succeeded {result}")
+
+    def failed(self, error: APIError) -> float:
+        self.hooks.append(f"failed {type(error).__name__}")
+        return super().failed(error)
+
+    def wait(self, seconds: float) -> None:
+        self.hooks.append("wait")
+
+    async def await_(self, seconds: float) -> None:
+        self.hooks.append("wait")
+
+
+async def test_the_attempt_loops_call_the_policys_hooks_around_each_attempt(served: Sandbox) -> None:
+    """The hooks a batch paces and counts with: the same order, sync and async, and the budget honoured."""
+    served.inject(status=503, count=1, api="scale")
+    scale = CLASSES["scale"][0](**CREDENTIALS["scale"], base_url=served.scale_base_url)
+    with scale:
+        sync = Recording(max_retries=1)
+        assert scale._complete(MODELS["scale"], "Alice", {}, sync).text
+    served.inject(status=503, count=2, api="scale")
+    async with CLASSES["scale"][1](**CREDENTIALS["scale"], base_url=served.scale_base_url) as ascale:
+        failing = Recording(max_retries=1)
+        with pytest.raises(InternalServerError):
+            await ascale._complete(MODELS["scale"], "Alice", {}, failing)
+    assert sync.hooks[:3] == ["before", "failed InternalServerError", "wait"]
+    assert sync.hooks[3] == "before"
+    assert sync.hooks[4].startswith("succeeded Completion(")
+    assert failing.hooks == [
+        "before",
+        "failed InternalServerError",
+        "wait",
+        "before",
+        "failed InternalServerError",
+    ]
