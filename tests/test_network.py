@@ -265,7 +265,9 @@ async def test_an_unknown_ca_is_refused(net_client: Any, tls_sandbox: str, path:
     with pytest.raises(APIConnectionError) as caught:
         await call(client.complete(SCALE_MODEL, "Alice", max_tokens=4))
     assert type(caught.value) is APIConnectionError
-    assert "CERTIFICATE_VERIFY_FAILED" in str(caught.value)
+    assert "(TLS certificate not trusted: unable to get local issuer certificate): set SSL_CERT_FILE" in str(
+        caught.value
+    )
 
 
 # --- timeouts and refused connections ----------------------------------------------------------------------
@@ -316,6 +318,15 @@ async def test_a_refused_connection(net_client: Any, path: str) -> None:
     with pytest.raises(APIConnectionError) as caught:
         await call(client.complete("m", "p"))
     assert type(caught.value) is APIConnectionError
+    # One wording whichever transport met it: where, why, what to check.
+    assert str(caught.value) == (
+        f"cannot connect to 127.0.0.1:{port} (connection refused): "
+        "check base_url, and that the server is up and reachable"
+    )
+    with pytest.raises(
+        APIConnectionError, match=rf"^cannot connect to 127.0.0.1:{port} \(connection refused\)"
+    ):
+        await collect(client.stream("m", "p"))
 
 
 # --- headers -----------------------------------------------------------------------------------------------

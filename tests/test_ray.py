@@ -178,7 +178,7 @@ def test_on_error_raise_fails_the_job_and_no_credential_shows_anywhere(
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ({"api": "openai"}, "api must be 'scale' or 'gradient'"),
+        ({"api": "openai"}, "api must be one of 'gradient', 'scale'"),
         ({"on_error": "skip"}, "on_error must be 'column' or 'raise'"),
         ({"workers": 0}, "workers must be a positive integer"),
         ({"concurrency": 2.5}, "concurrency must be a positive integer"),

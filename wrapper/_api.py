@@ -9,6 +9,7 @@ loads one.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -58,10 +59,10 @@ class Api:
     model_help: str
     """What the command line says the model argument is."""
 
-    def clients(self) -> tuple[type[SyncClient], type[AsyncClient]]:
-        """The sync and async client classes."""
+    def clients(self) -> tuple[Callable[..., SyncClient], Callable[..., AsyncClient]]:
+        """The sync and async client classes (their keyword arguments are the API's own)."""
         module = importlib.import_module(f"wrapper.{self.name}")
-        classes: tuple[type[SyncClient], type[AsyncClient]] = module.CLIENTS
+        classes: tuple[Callable[..., SyncClient], Callable[..., AsyncClient]] = module.CLIENTS
         return classes
 
     def client_options(self, environ: Any) -> dict[str, str]:
@@ -71,7 +72,7 @@ class Api:
         return {keyword: environ[env] for keyword, env in names.items() if environ.get(env)}
 
 
-def get(name: str) -> Api:
+def get(name: object) -> Api:
     """The descriptor of the API called ``name``; ``ValueError`` naming the APIs for any other."""
     if name not in NAMES:
         raise ValueError(f"api must be one of {', '.join(map(repr, NAMES))}; got {name!r}")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import socket
+import ssl
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -44,13 +47,61 @@ def is_transport_failure(exc: BaseException) -> bool:
 
 
 def connection_error(exc: Exception, request: httpx.Request) -> APIConnectionError:
-    """The ``APIConnectionError`` (``APITimeoutError`` for a timeout) for a transport failure."""
+    """The ``APIConnectionError`` (``APITimeoutError`` for a timeout) for a transport failure.
+
+    A failure to connect reads the same whichever transport met it: the host and port, why, and
+    what to check.
+    """
     timed_out = isinstance(exc, httpx.TimeoutException)
-    error = (APITimeoutError if timed_out else APIConnectionError)(
-        f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, request=request
-    )
+    url = request.url
+    where = f"{url.host}:{url.port or {'http': 80, 'https': 443}.get(url.scheme, '')}"
+    if isinstance(exc, httpx.ConnectTimeout):
+        message = (
+            f"timed out connecting to {where}: check base_url and the network (or raise the connect timeout)"
+        )
+    elif isinstance(exc, httpx.ConnectError):
+        reason = _reason(exc)
+        check = (
+            "set SSL_CERT_FILE to the CA bundle that signed the server's certificate"
+            if reason.startswith("TLS certificate")
+            else "check base_url, and that the server is up and reachable"
+        )
+        message = f"cannot connect to {where} ({reason}): {check}"
+    else:
+        message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    error = (APITimeoutError if timed_out else APIConnectionError)(message, request=request)
     error.__cause__ = exc
     return error
+
+
+def _reason(exc: BaseException) -> str:
+    """Why a connection failed, from the operating system's error under ``exc`` (httpx's or aiohttp's)."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        wrapped = getattr(current, "os_error", None)  # aiohttp's connection errors hold the system's
+        if isinstance(wrapped, OSError):
+            todo.append(wrapped)
+            continue
+        if isinstance(current, ssl.SSLCertVerificationError):
+            return f"TLS certificate not trusted: {current.verify_message}"
+        if isinstance(current, ssl.SSLError):
+            return f"TLS failed: {current.reason or current}"
+        if isinstance(current, socket.gaierror):
+            return "host name not found"
+        if (
+            isinstance(current, ConnectionRefusedError)
+            or getattr(current, "errno", None) == errno.ECONNREFUSED
+        ):
+            return "connection refused"
+        if isinstance(current, OSError) and current.strerror:
+            return current.strerror.lower()
+        todo += [current.__cause__, current.__context__, getattr(current, "os_error", None)]
+    return str(exc) or type(exc).__name__
 
 
 def text_of(response: httpx.Response) -> str:

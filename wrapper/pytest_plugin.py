@@ -15,7 +15,7 @@ of these fixtures is unaffected, and one that does gets an error naming the extr
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -25,6 +25,7 @@ except ImportError:  # pragma: no cover - it is part of the dev extra
     pytest_asyncio = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
+    from wrapper._api import Api
     from wrapper.gradient import AsyncGradient, Gradient
     from wrapper.sandbox import Sandbox
     from wrapper.scale import AsyncScale, Scale
@@ -71,25 +72,28 @@ def sandbox(sandbox_session: Sandbox) -> Iterator[Sandbox]:
     sandbox_session.clear_faults()
 
 
+def _client(sandbox: Sandbox, api: Api, asynchronous: bool) -> Any:
+    """The API's sync or async client on ``sandbox``: every credential ``CREDENTIAL``, a short timeout."""
+    credentials = {credential.keyword: CREDENTIAL for credential in api.credentials}
+    url = sandbox.url + api.sandbox_path
+    return api.clients()[1 if asynchronous else 0](**credentials, base_url=url, timeout=TIMEOUT)
+
+
 @pytest.fixture
 def scale_client(sandbox: Sandbox) -> Iterator[Scale]:
     """A ``Scale`` client on ``sandbox``, closed after the test."""
-    from wrapper.scale import Scale
+    from wrapper.scale import API
 
-    with Scale(
-        base_url=sandbox.scale_base_url, timeout=TIMEOUT, api_key=CREDENTIAL, account_id=CREDENTIAL
-    ) as client:
+    with _client(sandbox, API, asynchronous=False) as client:
         yield client
 
 
 @pytest.fixture
 def gradient_client(sandbox: Sandbox) -> Iterator[Gradient]:
     """A ``Gradient`` client on ``sandbox``, closed after the test."""
-    from wrapper.gradient import Gradient
+    from wrapper.gradient import API
 
-    with Gradient(
-        base_url=sandbox.gradient_base_url, timeout=TIMEOUT, access_token=CREDENTIAL, workspace_id=CREDENTIAL
-    ) as client:
+    with _client(sandbox, API, asynchronous=False) as client:
         yield client
 
 
@@ -98,24 +102,17 @@ if pytest_asyncio is not None:
     @pytest_asyncio.fixture
     async def async_scale_client(sandbox: Sandbox) -> AsyncIterator[AsyncScale]:
         """An ``AsyncScale`` client on ``sandbox``, closed after the test."""
-        from wrapper.scale import AsyncScale
+        from wrapper.scale import API
 
-        async with AsyncScale(
-            base_url=sandbox.scale_base_url, timeout=TIMEOUT, api_key=CREDENTIAL, account_id=CREDENTIAL
-        ) as client:
+        async with _client(sandbox, API, asynchronous=True) as client:
             yield client
 
     @pytest_asyncio.fixture
     async def async_gradient_client(sandbox: Sandbox) -> AsyncIterator[AsyncGradient]:
         """An ``AsyncGradient`` client on ``sandbox``, closed after the test."""
-        from wrapper.gradient import AsyncGradient
+        from wrapper.gradient import API
 
-        async with AsyncGradient(
-            base_url=sandbox.gradient_base_url,
-            timeout=TIMEOUT,
-            access_token=CREDENTIAL,
-            workspace_id=CREDENTIAL,
-        ) as client:
+        async with _client(sandbox, API, asynchronous=True) as client:
             yield client
 
 else:

@@ -30,6 +30,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
         "wrapper.ray needs Ray Data, which is not installed: pip install 'completion-clients[ray]'"
     ) from exc
 
+from . import _api
 from ._batch import BatchResult, acomplete_jobs
 from ._pacing import Pacer, checked_limit
 
@@ -43,23 +44,13 @@ OUTPUT_COLUMNS = ("text", "finish_reason", "prompt_tokens", "response_tokens", "
 
 _TYPES = {"prompt_tokens": pa.int64(), "response_tokens": pa.int64()}  # the rest are strings
 
-# Each API's constructor arguments and the environment variables they default to: read in the
-# driver, so that workers on other machines need no environment of their own.
-_ENVIRONMENT = {
-    "scale": {"api_key": "SGP_API_KEY", "account_id": "SGP_ACCOUNT_ID", "base_url": "SGP_CLIENT_BASE_URL"},
-    "gradient": {
-        "access_token": "GRADIENT_ACCESS_TOKEN",
-        "workspace_id": "GRADIENT_WORKSPACE_ID",
-        "base_url": "GRADIENT_API_URL",
-    },
-}
 _WORKER_CPUS = 0.25  # workers wait on the network: let several share a core, and leave room for reads
 _BATCHES_PER_CONCURRENCY = 8  # rows per block handed to a worker, per request it keeps in flight
 
 
 def complete_dataset(
     dataset: ray.data.Dataset,
-    api: Literal["scale", "gradient"],
+    api: str,
     model: str,
     *,
     prompt_column: str = "prompt",
@@ -87,8 +78,8 @@ def complete_dataset(
     _check(dataset, api, prompt_column, workers, concurrency, on_error)
     rpm = checked_limit("requests_per_minute", requests_per_minute)
     tpm = checked_limit("tokens_per_minute", tokens_per_minute)
-    options = _options(api, client_options)
-    _client_class(api, sync=True)(**options).close()  # bad or missing options fail here, not on a worker
+    options = _options(_api.get(api), client_options)
+    _api.get(api).clients()[0](**options).close()  # bad or missing options fail here, not on a worker
     # Unnamed and not detached: it lives as long as the returned Dataset (whose plan holds the handle).
     # Each request in flight may wait in acquire() while an earlier one settles: room for both.
     limiter = (
@@ -121,8 +112,7 @@ def _check(
 ) -> None:
     if not isinstance(dataset, ray.data.Dataset):
         raise TypeError(f"dataset must be a ray.data.Dataset, got {type(dataset).__name__}")
-    if api not in _ENVIRONMENT:
-        raise ValueError(f"api must be 'scale' or 'gradient', got {api!r}")
+    _api.get(api)  # ValueError naming the APIs for any other name
     if on_error not in ("column", "raise"):
         raise ValueError(f"on_error must be 'column' or 'raise', got {on_error!r}")
     for name, value in (("workers", workers), ("concurrency", concurrency)):
@@ -137,24 +127,15 @@ def _check(
         raise ValueError(f"the dataset already has column(s) {taken}, which complete_dataset adds")
 
 
-def _options(api: str, client_options: Mapping[str, Any] | None) -> dict[str, Any]:
+def _options(api: _api.Api, client_options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The client's constructor arguments: those given, over those the driver's environment sets."""
     if client_options is not None and not isinstance(client_options, Mapping):
         raise TypeError(f"client_options must be a mapping, got {type(client_options).__name__}")
-    options = {arg: os.environ[env] for arg, env in _ENVIRONMENT[api].items() if os.environ.get(env)}
+    options: dict[str, Any] = api.client_options(os.environ)
     options.update(client_options or {})
     if "http_client" in options:
         raise ValueError("client_options cannot hold http_client: each worker builds its own connection pool")
     return options
-
-
-def _client_class(api: str, *, sync: bool) -> type[Any]:
-    if api == "scale":
-        from .scale import AsyncScale, Scale
-
-        return Scale if sync else AsyncScale
-    from .gradient import AsyncGradient, Gradient
-
-    return Gradient if sync else AsyncGradient
 
 
 class _RedactedOptions:
@@ -202,7 +183,7 @@ class _CompletionWorker:
     ) -> None:
         self._job = job
         self._loop = asyncio.new_event_loop()
-        self._client: AsyncClient = _client_class(job.api, sync=False)(**options.reveal())
+        self._client: AsyncClient = _api.get(job.api).clients()[1](**options.reveal())
         self._limiter = _RemoteLimiter(limiter)
 
     def __call__(self, block: pa.Table) -> pa.Table:
