@@ -6,7 +6,6 @@ import re
 import textwrap
 from pathlib import Path
 
-from helpers import ROOT
 from mypy import api as mypy
 
 SNIPPET = """
@@ -39,7 +38,7 @@ def test_mypy_accepts_documented_calls_and_rejects_misspelt_keywords(tmp_path: P
     source = tmp_path / "usage.py"
     source.write_text(textwrap.dedent(SNIPPET))
     out, err, status = mypy.run(
-        ["--strict", "--no-error-summary", "--cache-dir", str(ROOT / ".mypy_cache"), str(source)]
+        ["--strict", "--no-error-summary", "--cache-dir", str(tmp_path / "cache"), str(source)]
     )
     assert status == 1, out + err
     flagged = {int(match) for match in re.findall(rf"{re.escape(str(source))}:(\d+): error", out)}
