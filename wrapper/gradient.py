@@ -106,7 +106,12 @@ class Gradient(SyncClient):
         )
 
     def complete(self, model: str, prompt: str, **params: Unpack[GradientParams]) -> Completion:
-        """Complete ``prompt`` (sent as ``query``) with the base or fine-tuned model ``model``."""
+        """Complete ``prompt`` (sent as ``query``) with the base or fine-tuned model ``model``.
+
+        ``params`` are the request's optional fields, generated from the spec as ``GradientParams``
+        (``help(wrapper.gradient.GradientParams)`` lists each with its type, bounds and description); a
+        value the spec forbids raises ``ValueError`` naming the keyword and the rule, before anything is sent.
+        """
         return self._complete(model, prompt, params)
 
     def stream(
@@ -172,7 +177,12 @@ class AsyncGradient(AsyncClient):
         )
 
     async def complete(self, model: str, prompt: str, **params: Unpack[GradientParams]) -> Completion:
-        """Complete ``prompt`` (sent as ``query``) with the base or fine-tuned model ``model``."""
+        """Complete ``prompt`` (sent as ``query``) with the base or fine-tuned model ``model``.
+
+        ``params`` are the request's optional fields, generated from the spec as ``GradientParams``
+        (``help(wrapper.gradient.GradientParams)`` lists each with its type, bounds and description); a
+        value the spec forbids raises ``ValueError`` naming the keyword and the rule, before anything is sent.
+        """
         return await self._complete(model, prompt, params)
 
     def stream(

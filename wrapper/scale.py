@@ -110,7 +110,12 @@ class Scale(SyncClient):
         )
 
     def complete(self, model: str, prompt: str, **params: Unpack[ScaleParams]) -> Completion:
-        """Complete ``prompt`` with the deployment ``model``; ``params`` are ``ScaleParams``."""
+        """Complete ``prompt`` with the deployment ``model``.
+
+        ``params`` are the request's optional fields, generated from the spec as ``ScaleParams``
+        (``help(wrapper.scale.ScaleParams)`` lists each with its type, bounds and description); a value
+        the spec forbids raises ``ValueError`` naming the keyword and the rule, before anything is sent.
+        """
         return self._complete(model, prompt, params)
 
     def stream(
@@ -182,7 +187,12 @@ class AsyncScale(AsyncClient):
         )
 
     async def complete(self, model: str, prompt: str, **params: Unpack[ScaleParams]) -> Completion:
-        """Complete ``prompt`` with the deployment ``model``; ``params`` are ``ScaleParams``."""
+        """Complete ``prompt`` with the deployment ``model``.
+
+        ``params`` are the request's optional fields, generated from the spec as ``ScaleParams``
+        (``help(wrapper.scale.ScaleParams)`` lists each with its type, bounds and description); a value
+        the spec forbids raises ``ValueError`` naming the keyword and the rule, before anything is sent.
+        """
         return await self._complete(model, prompt, params)
 
     def stream(
