@@ -168,18 +168,28 @@ def test_unsafe_default_headers_are_refused(cls: Any, headers: Any, message: str
 
 
 @pytest.fixture
-def httpx_send_forbidden(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fail any request sent through ``httpx.AsyncClient.send``: only the fast lane can succeed."""
+def httpx_send_forbidden(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Fail any request sent through httpx's transports; note each one aiohttp's transport sends."""
+    from wrapper._aiohttp_transport import AiohttpTransport
+    from wrapper._transport import AsyncHttpxTransport
+
+    sent: list[str] = []
+    send = AiohttpTransport.send
 
     async def forbidden(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("sent through httpx, not the fast lane")
+        raise AssertionError("sent through httpx, not aiohttp")
 
-    monkeypatch.setattr(httpx.AsyncClient, "send", forbidden)
+    async def noted(self: AiohttpTransport, request: Any) -> Any:
+        sent.append(request.url)
+        return await send(self, request)
+
+    monkeypatch.setattr(AsyncHttpxTransport, "send", forbidden)
+    monkeypatch.setattr(AiohttpTransport, "send", noted)
+    return sent
 
 
-@pytest.mark.usefixtures("httpx_send_forbidden")
 async def test_debug_logging_happens_on_the_fast_lane(
-    make_client: Any, server: LocalServer, caplog: pytest.LogCaptureFixture
+    make_client: Any, server: LocalServer, caplog: pytest.LogCaptureFixture, httpx_send_forbidden: list[str]
 ) -> None:
     server.script(json_reply(503, {"detail": "busy"}), json_reply(200, scale_body("fast")))
     client = make_client("scale", "async", base_url=server.url, max_retries=0)
@@ -194,11 +204,11 @@ async def test_debug_logging_happens_on_the_fast_lane(
         f"POST {server.url}/v4/models/m/completions -> 200",
     ]
     assert all("'x-api-key': '<redacted>'" in m for m in messages)
+    assert httpx_send_forbidden == [f"{server.url}/v4/models/m/completions"] * 2
 
 
-@pytest.mark.usefixtures("httpx_send_forbidden")
 async def test_a_failure_on_the_fast_lane_is_logged(
-    make_client: Any, caplog: pytest.LogCaptureFixture
+    make_client: Any, caplog: pytest.LogCaptureFixture, httpx_send_forbidden: list[str]
 ) -> None:
     import socket
 
@@ -210,6 +220,7 @@ async def test_a_failure_on_the_fast_lane_is_logged(
         await client.complete("m", "p")
     (record,) = [r for r in caplog.records if r.name == "wrapper"]
     assert f"POST http://127.0.0.1:{port}/v4/models/m/completions failed after" in record.getMessage()
+    assert len(httpx_send_forbidden) == 1
 
 
 # --- pools: concurrency N is N requests in flight, and limits caps it ------------------------------------

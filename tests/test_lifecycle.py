@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from helpers import CLASSES, CREDENTIALS, call, collect
@@ -113,8 +114,8 @@ def test_one_async_client_in_many_loops_and_threads_leaks_nothing(served: Sandbo
 class Recording(_attempts.Attempts):
     """A policy that notes each hook the attempt loop calls."""
 
-    def __init__(self, max_retries: int) -> None:
-        super().__init__(max_retries)
+    def __init__(self, client: Any) -> None:
+        super().__init__(client.with_options(max_retries=1).options)
         self.hooks: list[str] = []
 
     def before(self) -> None:
@@ -139,11 +140,11 @@ async def test_the_attempt_loops_call_the_policys_hooks_around_each_attempt(serv
     served.inject(status=503, count=1, api="scale")
     scale = CLASSES["scale"][0](**CREDENTIALS["scale"], base_url=served.scale_base_url)
     with scale:
-        sync = Recording(max_retries=1)
+        sync = Recording(scale)
         assert scale._complete(MODELS["scale"], "Alice", {}, sync).text
     served.inject(status=503, count=2, api="scale")
     async with CLASSES["scale"][1](**CREDENTIALS["scale"], base_url=served.scale_base_url) as ascale:
-        failing = Recording(max_retries=1)
+        failing = Recording(ascale)
         with pytest.raises(InternalServerError):
             await ascale._complete(MODELS["scale"], "Alice", {}, failing)
     assert sync.hooks[:3] == ["before", "failed InternalServerError", "wait"]

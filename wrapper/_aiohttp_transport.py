@@ -9,6 +9,7 @@ Every aiohttp failure is raised as the httpx exception of the same kind, so both
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import io
 import ssl
@@ -57,16 +58,32 @@ def _httpx_error(exc: Exception) -> httpx.TransportError:
 
 
 class _Body(httpx.AsyncByteStream):
-    """A streamed aiohttp response body as httpx reads one; closing it releases the connection."""
+    """A streamed aiohttp response body as httpx reads one; closing it releases the connection.
 
-    def __init__(self, response: aiohttp.ClientResponse) -> None:
+    With ``idle``, each piece must come within that many seconds (aiohttp's own read timeout is
+    then off for the request: it would time the first byte and the gaps alike).
+    """
+
+    def __init__(self, response: aiohttp.ClientResponse, idle: float | None) -> None:
         self._response = response
+        self._idle = idle
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        content = self._response.content
         try:
-            async for data in self._response.content.iter_any():
+            if self._idle is None:
+                async for data in content.iter_any():
+                    yield data
+                return
+            while True:
+                async with asyncio.timeout(self._idle):
+                    data = await content.readany()
+                if not data:
+                    return
                 yield data
-        except (TimeoutError, aiohttp.ClientError) as exc:
+        except TimeoutError:
+            raise httpx.ReadTimeout(f"no data for {self._idle:g} s") from None
+        except aiohttp.ClientError as exc:
             raise _httpx_error(exc) from exc
 
     async def aclose(self) -> None:
@@ -92,7 +109,7 @@ class AiohttpTransport:
         self._session = aiohttp.ClientSession(connector=connector, trust_env=False, auto_decompress=True)
         return self._session
 
-    def _request(self, request: Request) -> aiohttp.client._RequestContextManager:
+    def _request(self, request: Request, read: float | None) -> aiohttp.client._RequestContextManager:
         session = self._session or self._open()
         timeout = request.timeout
         return session.request(
@@ -100,20 +117,25 @@ class AiohttpTransport:
             request.url,
             data=request.content if len(request.content) <= _LARGE else io.BytesIO(request.content),
             headers=request.headers,
-            timeout=_client_timeout(timeout.connect, timeout.read, timeout.pool),
+            timeout=_client_timeout(timeout.connect, read, timeout.pool),
             allow_redirects=False,
         )
 
     async def send(self, request: Request) -> Reply:
         try:
-            async with self._request(request) as response:
+            async with self._request(request, request.timeout.read) as response:
                 return Reply(response.status, response.raw_headers, await response.read(), request)
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise _httpx_error(exc) from exc
 
-    async def stream(self, request: Request) -> httpx.Response:
+    async def stream(self, request: Request, idle: float | None) -> httpx.Response:
+        read = request.timeout.read
         try:
-            response = await self._request(request)
+            if idle is None:
+                response = await self._request(request, read)
+            else:  # the wait for the response timed here, its body's gaps by ``_Body``
+                async with asyncio.timeout(read):
+                    response = await self._request(request, None)
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise _httpx_error(exc) from exc
         # aiohttp decompresses the body: the encoding header would make httpx decode it again.
@@ -121,7 +143,7 @@ class AiohttpTransport:
             (name, value) for name, value in response.raw_headers if name.lower() != b"content-encoding"
         ]
         return httpx.Response(
-            response.status, headers=headers, stream=_Body(response), request=request.as_httpx()
+            response.status, headers=headers, stream=_Body(response, idle), request=request.as_httpx()
         )
 
     async def aclose(self) -> None:

@@ -2,18 +2,24 @@
 
 Every call of a client — ``complete``, the opening of a ``stream``, each prompt of ``complete_many``
 and of a Ray batch — goes through one of these loops: try, and on a typed error ask the policy
-whether to try again and after how long. ``Attempts`` is a plain call's policy (retries as
-``wrapper._retry`` says, up to ``max_retries``); a batch passes its own subclass, whose hooks pace
+whether to try again and after how long. ``Attempts`` is a plain call's policy (its options' retry
+policy, ``max_retries`` and deadline); a batch passes its own subclass, whose hooks pace
 each attempt, count it and slow the batch down on 429s (``wrapper._batch``).
 """
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from . import _retry
-from ._exceptions import APIError
+from ._exceptions import APIError, APITimeoutError
+
+if TYPE_CHECKING:
+    from ._options import Options
+    from ._transport import Request
 
 __all__ = ["Attempts", "arun", "run"]
 
@@ -21,16 +27,33 @@ T = TypeVar("T")
 
 
 class Attempts:
-    """One call's policy: the hooks its attempt loop calls. This one retries as ``_retry`` says.
+    """One call's policy: the hooks its attempt loop calls. This one retries as ``options`` say.
 
     ``before`` runs before each attempt, ``succeeded`` after the one that worked; ``failed`` is
     asked after each failed one for the seconds to wait before the next, and raises the error when
     it is final; ``wait`` waits them. The async loop calls the ``a``-prefixed twins, which may await.
+    With a ``deadline``, each attempt's timeouts are cut to the time left (``bounded``), and a
+    failure after which no retry fits in it raises ``APITimeoutError`` saying so.
     """
 
-    def __init__(self, max_retries: int) -> None:
-        self.max_retries = max_retries
+    def __init__(self, options: Options) -> None:
+        self.options = options
         self.retries = 0
+        self.started = time.monotonic()
+
+    @property
+    def max_retries(self) -> int:
+        return self.options.max_retries
+
+    def left(self) -> float:
+        """Seconds left before the deadline (``inf`` without one)."""
+        deadline = self.options.deadline
+        return math.inf if deadline is None else deadline - (time.monotonic() - self.started)
+
+    def bounded(self, request: Request) -> Request:
+        """``request`` with its timeouts cut to the time left before the deadline."""
+        left = self.left()
+        return request if left == math.inf else request.within(max(left, 0.001))
 
     def before(self) -> None:
         """Before each attempt (a batch waits for its turn here)."""
@@ -40,8 +63,18 @@ class Attempts:
 
     def failed(self, error: APIError) -> float:
         """Seconds before the next attempt; raises ``error`` when it is final."""
-        delay = _retry.retry_or_raise(error, self.retries, self.max_retries)
+        delay = _retry.retry_or_raise(error, self.retries, self.max_retries, self.options.retry)
         self.retries += 1
+        return self.deadline_allows(error, delay)
+
+    def deadline_allows(self, error: APIError, delay: float) -> float:
+        """``delay``, unless waiting it and trying again cannot end before the deadline."""
+        if delay >= self.left():
+            raise APITimeoutError(
+                f"the call's deadline of {self.options.deadline:g} s ran out after {self.retries} "
+                f"attempt{'s' if self.retries != 1 else ''}; the last failed with: {error}",
+                request=error.request,
+            ) from error
         return delay
 
     def wait(self, seconds: float) -> None:

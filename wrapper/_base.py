@@ -17,26 +17,27 @@ from __future__ import annotations
 import atexit
 import copy
 import logging
-import math
 import os
 import threading
 import time
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
+    Awaitable,
     Callable,
     Generator,
     Iterable,
     Mapping,
 )
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, TypeVar, cast
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, TypeVar, Unpack, cast
 
 import httpx
 
 from . import _attempts, _telemetry
 from ._checkout import CheckoutTransport
 from ._errors_map import Malformed, connection_error, invalid, is_transport_failure
-from ._exceptions import APIStatusError
+from ._exceptions import APIStatusError, APITimeoutError
 from ._network import (
     checked_headers,
     checked_limits,
@@ -45,6 +46,7 @@ from ._network import (
     ssl_context,
     user_agent,
 )
+from ._options import Options, RequestOptions, checked_timeout, split
 from ._redact import redacted_headers
 from ._transport import (
     AsyncTransports,
@@ -60,7 +62,10 @@ if TYPE_CHECKING:
 
     from ._api import Api
     from ._batch import AsyncBatchIterator, BatchIterator
+    from ._raw import RawResponse, StreamingResponse
     from ._results import Completion, CompletionChunk, ResponseHeaders
+    from ._retry_policy import RetryPolicy
+    from ._streams import AsyncCompletionStream, CompletionStream
 
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0)
 """Completions can take minutes; connecting should not."""
@@ -69,14 +74,6 @@ logger = logging.getLogger("wrapper")
 T = TypeVar("T")
 
 
-class NotGiven:
-    """The type of ``NOT_GIVEN``: "leave this option as it is" (``None`` means "no timeout")."""
-
-    def __repr__(self) -> str:
-        return "NOT_GIVEN"
-
-
-NOT_GIVEN = NotGiven()
 Timeout = float | httpx.Timeout | None
 
 
@@ -85,6 +82,23 @@ class Settings(NamedTuple):
 
     base_url: str
     headers: dict[str, str]
+
+
+def client_options(
+    timeout: Timeout,
+    max_retries: int,
+    retry: RetryPolicy | None,
+    deadline: float | None,
+    stream_idle_timeout: float | None,
+) -> dict[str, Any]:
+    """A constructor's request options, as ``Options.merged`` takes them (``retry`` None: the default)."""
+    options = {
+        "timeout": timeout,
+        "max_retries": max_retries,
+        "deadline": deadline,
+        "stream_idle_timeout": stream_idle_timeout,
+    }
+    return options if retry is None else {**options, "retry": retry}
 
 
 def from_env(value: str | None, env: str, default: str | None = None) -> str | None:
@@ -155,32 +169,6 @@ def _response_headers(raw: Iterable[tuple[bytes, bytes]]) -> ResponseHeaders:
     return ResponseHeaders(raw)
 
 
-def _checked_retries(max_retries: object) -> int:
-    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-        raise ValueError(f"max_retries must be an integer >= 0; got {max_retries!r}")
-    return max_retries
-
-
-def _positive(value: object) -> bool:
-    return not isinstance(value, bool) and isinstance(value, int | float) and 0 < value <= math.inf
-
-
-def _checked_timeout(timeout: object) -> httpx.Timeout:
-    """``timeout`` as an ``httpx.Timeout``; ``ValueError`` unless None, a number > 0 or an httpx.Timeout."""
-    if isinstance(timeout, httpx.Timeout):
-        for name, value in timeout.as_dict().items():
-            if value is not None and not _positive(value):
-                raise ValueError(
-                    f"timeout: httpx.Timeout's {name} must be None or a number > 0; got {value!r}"
-                )
-        return timeout
-    if timeout is not None and not _positive(timeout):
-        raise ValueError(
-            f"timeout must be None (no limit), a number of seconds > 0 or an httpx.Timeout; got {timeout!r}"
-        )
-    return httpx.Timeout(timeout)  # type: ignore[arg-type]
-
-
 def _checked_base_url(base_url: str, api: Api) -> str:
     """``base_url`` without its trailing slash; ``ValueError`` unless an http(s) URL with a host."""
     try:
@@ -205,15 +193,14 @@ class _ClientCore:
         self,
         wire: Wire,
         settings: Settings,
-        timeout: Timeout,
-        max_retries: int,
         default_headers: Mapping[str, str] | None,
+        options: dict[str, Any],
     ) -> None:
         self._wire = wire
         self._base_url = _checked_base_url(settings.base_url, self.API)
-        self._headers = {"User-Agent": user_agent(), **checked_headers(default_headers), **settings.headers}
-        self._timeout = _checked_timeout(timeout)
-        self._max_retries = _checked_retries(max_retries)
+        self._headers = {"User-Agent": user_agent(), **checked_headers(default_headers)}
+        self._credentials = settings.headers
+        self._options = Options(checked_timeout(options.pop("timeout")), 0).merged(options)
 
     @property
     def base_url(self) -> str:
@@ -223,49 +210,52 @@ class _ClientCore:
     @property
     def timeout(self) -> httpx.Timeout:
         """The timeout of each attempt."""
-        return self._timeout
+        return self._options.timeout
 
     @property
     def max_retries(self) -> int:
         """How many times a failed request is retried (0: never)."""
-        return self._max_retries
+        return self._options.max_retries
 
-    def with_options(
-        self, *, timeout: Timeout | NotGiven = NOT_GIVEN, max_retries: int | NotGiven = NOT_GIVEN
-    ) -> Self:
-        """A copy with other options, sharing this client's connection pool and headers (closing either
-        closes both)."""
+    @property
+    def options(self) -> Options:
+        """Every request option in force (``wrapper.RequestOptions`` lists them)."""
+        return self._options
+
+    def with_options(self, **options: Unpack[RequestOptions]) -> Self:
+        """A copy with other request options, sharing this client's connection pool (closing either
+        closes both); ``extra_*`` add to this client's. ``ValueError`` names a bad or unknown option."""
         clone = copy.copy(self)
-        if not isinstance(timeout, NotGiven):
-            clone._timeout = _checked_timeout(timeout)
-        if not isinstance(max_retries, NotGiven):
-            clone._max_retries = _checked_retries(max_retries)
+        clone._options = self._options.merged(options)
         return clone
 
     def __repr__(self) -> str:
         return (
-            f"{type(self).__name__}(base_url={self._base_url!r}, timeout={self._timeout!r}, "
-            f"max_retries={self._max_retries})"
+            f"{type(self).__name__}(base_url={self._base_url!r}, timeout={self.timeout!r}, "
+            f"max_retries={self.max_retries})"
         )
 
-    def _build(self, model: str, prompt: str, params: Mapping[str, Any], *, stream: bool) -> Request:
+    def _call(self, kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], Options]:
+        """A call's keyword arguments as its parameters and the options in force for it."""
+        params, given = split(kwargs)
+        return params, self._options.merged(given)
+
+    def _build(
+        self, model: str, prompt: str, params: Mapping[str, Any], options: Options, *, stream: bool
+    ) -> Request:
         """The request of one call (arguments checked now); ``ClientClosedError`` on a closed client."""
         if self._closed():
             raise ClientClosedError(f"this {type(self).__name__} client is closed: build a new one")
-        kwargs = self._wire.request(model, prompt, params, stream=stream and self.API.streams)
-        headers = self._headers | kwargs["headers"]
-        if stream and self.API.streams:
+        streams = stream and self.API.streams
+        kwargs = self._wire.request(model, prompt, params, stream=streams)
+        headers = {**self._headers, **options.extra_headers, **self._credentials, **kwargs["headers"]}
+        if streams:
             headers["Accept"] = "text/event-stream"
-        return Request(
-            kwargs["method"].upper(),
-            self._base_url + kwargs["url"],
-            headers,
-            encode_json(kwargs["json"]),
-            self._timeout,
-        )
-
-    def _policy(self) -> _attempts.Attempts:
-        return _attempts.Attempts(self._max_retries)
+        url = self._base_url + kwargs["url"]
+        if options.extra_query:
+            url = str(httpx.URL(url).copy_merge_params(options.extra_query))
+        body = {**kwargs["json"], **options.extra_body} if options.extra_body else kwargs["json"]
+        return Request(kwargs["method"].upper(), url, headers, encode_json(body), options.timeout)
 
     def _checked(self, reply: Reply, request: Request, started: float) -> Reply:
         """``reply`` if it is a success (2xx), else its typed error raised; logged at DEBUG either way.
@@ -277,11 +267,15 @@ class _ClientCore:
             raise self._wire.status_error(reply.response())
         return reply
 
-    def _completion(self, reply: Reply) -> Completion:
+    def _result(self, reply: Reply) -> Completion | RawResponse:
+        """The completion in ``reply`` (its ``RawResponse`` inside ``with_raw_response``)."""
+        from ._raw import RAW, RawResponse
+
         try:
-            return self._wire.parse(reply.content, _response_headers(reply.headers))
+            completion = self._wire.parse(reply.content, _response_headers(reply.headers))
         except Malformed as exc:
             raise exc.at(reply.response()) from None
+        return RawResponse(reply.response(), completion) if RAW.get() else completion
 
     def _failed(self, request: Request, started: float, exc: Exception) -> Exception:
         """The typed error for what a transport raised (re-raised as is if it is not a transport failure)."""
@@ -297,11 +291,17 @@ class _ClientCore:
             )
         return connection_error(exc, request.as_httpx())
 
-    def _chunks_failed(self, response: httpx.Response, exc: Exception) -> Exception:
-        """The typed error for a failure while reading a stream's events."""
+    def _chunks_failed(self, response: httpx.Response, exc: Exception, options: Options) -> Exception:
+        """The typed error for a failure while reading a stream's events (an idle stream's says so)."""
+        if isinstance(exc, httpx.ReadTimeout) and options.stream_idle_timeout is not None:
+            return APITimeoutError(
+                f"the stream sent nothing for {options.stream_idle_timeout:g} s (stream_idle_timeout)",
+                request=response.request,
+            )
         return connection_error(exc, response.request) if is_transport_failure(exc) else exc
 
     def _stream_opened(self, response: httpx.Response, request: Request, started: float) -> httpx.Response:
+        """The stream's response, its status checked."""
         reply = Reply(response.status_code, response.headers.raw, b"", response.request, response)
         self._checked(reply, request, started)
         return response
@@ -314,14 +314,13 @@ class SyncClient(_ClientCore):
         self,
         wire: Wire,
         settings: Settings,
-        timeout: Timeout,
-        max_retries: int,
         http_client: httpx.Client | None,
-        limits: httpx.Limits | None = None,
-        default_headers: Mapping[str, str] | None = None,
+        limits: httpx.Limits | None,
+        default_headers: Mapping[str, str] | None,
+        options: Mapping[str, Any],
     ) -> None:
         limits = checked_limits(limits, http_client)
-        super().__init__(wire, settings, timeout, max_retries, default_headers)
+        super().__init__(wire, settings, default_headers, dict(options))
         if http_client is None:
             # httpx applies the environment's proxies only to a pool of its own making.
             context = ssl_context()
@@ -340,65 +339,98 @@ class SyncClient(_ClientCore):
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _complete(
-        self, model: str, prompt: str, params: Mapping[str, Any], policy: _attempts.Attempts | None = None
-    ) -> Completion:
-        """One completion through the attempt loop (``policy``: a batch's; else this client's retries)."""
-        with _telemetry.call(self, model, prompt, params) as span:
-            request = self._build(model, prompt, params, stream=False)
+    @property
+    def with_raw_response(self) -> _RawCalls:
+        """The same calls, returning the HTTP response: ``.complete(...)`` gives a ``RawResponse``."""
+        return _RawCalls(self)
 
-            def attempt() -> Completion:
+    @property
+    def with_streaming_response(self) -> _StreamingCalls:
+        """``with client.with_streaming_response.stream(...) as response:``: status and headers first."""
+        return _StreamingCalls(self)
+
+    def _complete(
+        self, model: str, prompt: str, kwargs: Mapping[str, Any], policy: _attempts.Attempts | None = None
+    ) -> Completion:
+        """One completion through the attempt loop (``policy``: a batch's; else the options' retries).
+
+        Inside ``with_raw_response`` (``_raw.RAW``) it is the completion's ``RawResponse`` instead.
+        """
+        from ._raw import RawResponse
+
+        params, options = self._call(kwargs)
+        with _telemetry.call(self, model, prompt, params) as span:
+            request = self._build(model, prompt, params, options, stream=False)
+            attempts = policy or _attempts.Attempts(options)
+
+            def attempt() -> Completion | RawResponse:
+                sent = attempts.bounded(request)
                 started = time.perf_counter()
                 try:
-                    reply = self._transport.send(request)
+                    reply = self._transport.send(sent)
                 except Exception as exc:
-                    raise self._failed(request, started, exc) from exc
-                return self._completion(self._checked(reply, request, started))
+                    raise self._failed(sent, started, exc) from exc
+                return self._result(self._checked(reply, sent, started))
 
-            return span.done(_attempts.run(attempt, policy or self._policy()))
+            result = _attempts.run(attempt, attempts)
+            span.done(result.parse() if isinstance(result, RawResponse) else result)
+            return cast("Completion", result)  # a RawResponse inside with_raw_response
 
-    def _stream(
-        self, model: str, prompt: str, params: Mapping[str, Any]
-    ) -> Generator[CompletionChunk, None, None]:
-        """The chunks of a call (arguments checked now, the request sent on the first ``next()``)."""
+    def _stream(self, model: str, prompt: str, kwargs: Mapping[str, Any]) -> CompletionStream:
+        """The stream of a call (arguments checked now, the request sent on the first ``next()``)."""
+        from ._streams import CompletionStream
+
+        params, options = self._call(kwargs)
+        request = self._build(model, prompt, params, options, stream=True)
         if not self.API.streams:
-            self._build(model, prompt, params, stream=False)  # check now, as a real stream does
-            return self._one_chunk(model, prompt, params)
-        return self._sse(self._build(model, prompt, params, stream=True), (model, prompt, params))
+            return CompletionStream(self._one_chunk(model, prompt, kwargs))
+        return CompletionStream(self._sse(request, options, (model, prompt, params)))
 
     def _one_chunk(
-        self, model: str, prompt: str, params: Mapping[str, Any]
-    ) -> Generator[CompletionChunk, None, None]:
+        self, model: str, prompt: str, kwargs: Mapping[str, Any]
+    ) -> Generator[httpx.Response | CompletionChunk, None, None]:
+        from ._raw import RAW
         from ._results import whole
 
-        yield whole(self._complete(model, prompt, params))
+        token = RAW.set(True)
+        try:
+            raw = cast("RawResponse", self._complete(model, prompt, kwargs))
+        finally:
+            RAW.reset(token)
+        yield raw.http_response
+        yield whole(raw.parse())
 
-    def _open(self, request: Request) -> httpx.Response:
+    def _open(self, request: Request, options: Options) -> httpx.Response:
         """The stream's response, status checked, through the attempt loop (no retry after it opened)."""
+        attempts = _attempts.Attempts(options)
 
         def attempt() -> httpx.Response:
+            sent = attempts.bounded(request)
             started = time.perf_counter()
             try:
-                response = self._transport.stream(request)
+                response = self._transport.stream(sent, options.stream_idle_timeout)
                 if not 200 <= response.status_code < 300:
                     try:
                         response.read()
                     finally:
                         response.close()
             except Exception as exc:
-                raise self._failed(request, started, exc) from exc
-            return self._stream_opened(response, request, started)
+                raise self._failed(sent, started, exc) from exc
+            return self._stream_opened(response, sent, started)
 
-        return _attempts.run(attempt, self._policy())
+        return _attempts.run(attempt, attempts)
 
-    def _sse(self, request: Request, call: Called) -> Generator[CompletionChunk, None, None]:
-        """The chunks of a server-sent-event stream; closing the generator closes the connection."""
+    def _sse(
+        self, request: Request, options: Options, call: Called
+    ) -> Generator[httpx.Response | CompletionChunk, None, None]:
+        """The stream's response, then its chunks; closing the generator closes the connection."""
         from httpx_sse import EventSource
 
         with _telemetry.call(self, *call, stream=True) as span:
             with span.active():
-                response = self._open(request)
+                response = self._open(request, options)
             try:
+                yield response
                 if not _is_event_stream(response):
                     response.read()
                     raise invalid(response, "is not an event stream")
@@ -409,7 +441,7 @@ class SyncClient(_ClientCore):
                     if chunk is not None:
                         yield span.chunk(chunk)
             except Exception as exc:
-                raise self._chunks_failed(response, exc) from exc
+                raise self._chunks_failed(response, exc, options) from exc
             finally:
                 response.close()
 
@@ -417,7 +449,7 @@ class SyncClient(_ClientCore):
         self,
         model: str,
         prompts: Iterable[str],
-        params: Mapping[str, Any],
+        kwargs: Mapping[str, Any],
         concurrency: int,
         ordered: bool,
         return_exceptions: bool,
@@ -425,8 +457,11 @@ class SyncClient(_ClientCore):
     ) -> BatchIterator:
         from . import _batch
 
+        params, options = self._call(kwargs)
+        client = copy.copy(self)
+        client._options = options
         return _batch.complete_many(
-            self, model, prompts, params, concurrency, ordered, return_exceptions, limits
+            client, model, prompts, params, concurrency, ordered, return_exceptions, limits
         )
 
 
@@ -440,14 +475,13 @@ class AsyncClient(_ClientCore):
         self,
         wire: Wire,
         settings: Settings,
-        timeout: Timeout,
-        max_retries: int,
         http_client: httpx.AsyncClient | None,
-        limits: httpx.Limits | None = None,
-        default_headers: Mapping[str, str] | None = None,
+        limits: httpx.Limits | None,
+        default_headers: Mapping[str, str] | None,
+        options: Mapping[str, Any],
     ) -> None:
         limits = checked_limits(limits, http_client)
-        super().__init__(wire, settings, timeout, max_retries, default_headers)
+        super().__init__(wire, settings, default_headers, dict(options))
         if http_client is not None and not isinstance(http_client, httpx.AsyncClient):
             raise ValueError(f"http_client must be an httpx.AsyncClient; got {type(http_client).__name__}")
         self._transports = transports = AsyncTransports(
@@ -465,67 +499,100 @@ class AsyncClient(_ClientCore):
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
-    async def _complete(
-        self, model: str, prompt: str, params: Mapping[str, Any], policy: _attempts.Attempts | None = None
-    ) -> Completion:
-        """One completion through the attempt loop (``policy``: a batch's; else this client's retries)."""
-        with _telemetry.call(self, model, prompt, params) as span:
-            request = self._build(model, prompt, params, stream=False)
+    @property
+    def with_raw_response(self) -> _AsyncRawCalls:
+        """The same calls, returning the HTTP response: ``await .complete(...)`` gives a ``RawResponse``."""
+        return _AsyncRawCalls(self)
 
-            async def attempt() -> Completion:
+    @property
+    def with_streaming_response(self) -> _AsyncStreamingCalls:
+        """``async with client.with_streaming_response.stream(...) as response:``: status, headers first."""
+        return _AsyncStreamingCalls(self)
+
+    async def _complete(
+        self, model: str, prompt: str, kwargs: Mapping[str, Any], policy: _attempts.Attempts | None = None
+    ) -> Completion:
+        """One completion through the attempt loop (``policy``: a batch's; else the options' retries).
+
+        Inside ``with_raw_response`` (``_raw.RAW``) it is the completion's ``RawResponse`` instead.
+        """
+        from ._raw import RawResponse
+
+        params, options = self._call(kwargs)
+        with _telemetry.call(self, model, prompt, params) as span:
+            request = self._build(model, prompt, params, options, stream=False)
+            attempts = policy or _attempts.Attempts(options)
+
+            async def attempt() -> Completion | RawResponse:
+                sent = attempts.bounded(request)
                 transport = await self._transports.pick()
                 started = time.perf_counter()
                 try:
-                    reply = await transport.send(request)
+                    reply = await transport.send(sent)
                 except Exception as exc:
-                    raise self._failed(request, started, exc) from exc
-                return self._completion(self._checked(reply, request, started))
+                    raise self._failed(sent, started, exc) from exc
+                return self._result(self._checked(reply, sent, started))
 
-            return span.done(await _attempts.arun(attempt, policy or self._policy()))
+            result = await _attempts.arun(attempt, attempts)
+            span.done(result.parse() if isinstance(result, RawResponse) else result)
+            return cast("Completion", result)  # a RawResponse inside with_raw_response
 
-    def _stream(
-        self, model: str, prompt: str, params: Mapping[str, Any]
-    ) -> AsyncGenerator[CompletionChunk, None]:
-        """The chunks of a call (arguments checked now, the request sent on the first ``anext()``)."""
+    def _stream(self, model: str, prompt: str, kwargs: Mapping[str, Any]) -> AsyncCompletionStream:
+        """The stream of a call (arguments checked now, the request sent on the first ``anext()``)."""
+        from ._streams import AsyncCompletionStream
+
+        params, options = self._call(kwargs)
+        request = self._build(model, prompt, params, options, stream=True)
         if not self.API.streams:
-            self._build(model, prompt, params, stream=False)
-            return self._one_chunk(model, prompt, params)
-        return self._sse(self._build(model, prompt, params, stream=True), (model, prompt, params))
+            return AsyncCompletionStream(self._one_chunk(model, prompt, kwargs))
+        return AsyncCompletionStream(self._sse(request, options, (model, prompt, params)))
 
     async def _one_chunk(
-        self, model: str, prompt: str, params: Mapping[str, Any]
-    ) -> AsyncGenerator[CompletionChunk, None]:
+        self, model: str, prompt: str, kwargs: Mapping[str, Any]
+    ) -> AsyncGenerator[httpx.Response | CompletionChunk, None]:
+        from ._raw import RAW
         from ._results import whole
 
-        yield whole(await self._complete(model, prompt, params))
+        token = RAW.set(True)
+        try:
+            raw = cast("RawResponse", await self._complete(model, prompt, kwargs))
+        finally:
+            RAW.reset(token)
+        yield raw.http_response
+        yield whole(raw.parse())
 
-    async def _open(self, request: Request) -> httpx.Response:
+    async def _open(self, request: Request, options: Options) -> httpx.Response:
         """The stream's response, status checked, through the attempt loop (no retry after it opened)."""
+        attempts = _attempts.Attempts(options)
 
         async def attempt() -> httpx.Response:
+            sent = attempts.bounded(request)
             transport = await self._transports.pick()
             started = time.perf_counter()
             try:
-                response = await transport.stream(request)
+                response = await transport.stream(sent, options.stream_idle_timeout)
                 if not 200 <= response.status_code < 300:
                     try:
                         await response.aread()
                     finally:
                         await response.aclose()
             except Exception as exc:
-                raise self._failed(request, started, exc) from exc
-            return self._stream_opened(response, request, started)
+                raise self._failed(sent, started, exc) from exc
+            return self._stream_opened(response, sent, started)
 
-        return await _attempts.arun(attempt, self._policy())
+        return await _attempts.arun(attempt, attempts)
 
-    async def _sse(self, request: Request, call: Called) -> AsyncGenerator[CompletionChunk, None]:
-        """The chunks of a server-sent-event stream; ``aclose()`` on the generator closes the connection."""
+    async def _sse(
+        self, request: Request, options: Options, call: Called
+    ) -> AsyncGenerator[httpx.Response | CompletionChunk, None]:
+        """The stream's response, then its chunks; ``aclose()`` closes the connection."""
         from httpx_sse import EventSource
 
         with _telemetry.call(self, *call, stream=True) as span:
             with span.active():
-                response = await self._open(request)
+                response = await self._open(request, options)
             try:
+                yield response
                 if not _is_event_stream(response):
                     await response.aread()
                     raise invalid(response, "is not an event stream")
@@ -536,7 +603,7 @@ class AsyncClient(_ClientCore):
                     if chunk is not None:
                         yield span.chunk(chunk)
             except Exception as exc:
-                raise self._chunks_failed(response, exc) from exc
+                raise self._chunks_failed(response, exc, options) from exc
             finally:
                 await response.aclose()
 
@@ -544,7 +611,7 @@ class AsyncClient(_ClientCore):
         self,
         model: str,
         prompts: Iterable[str] | AsyncIterable[str],
-        params: Mapping[str, Any],
+        kwargs: Mapping[str, Any],
         concurrency: int,
         ordered: bool,
         return_exceptions: bool,
@@ -552,8 +619,51 @@ class AsyncClient(_ClientCore):
     ) -> AsyncBatchIterator:
         from . import _batch
 
+        params, options = self._call(kwargs)
+        client = copy.copy(self)
+        client._options = options
         return _batch.acomplete_many(
-            self, model, prompts, params, concurrency, ordered, return_exceptions, limits
+            client, model, prompts, params, concurrency, ordered, return_exceptions, limits
+        )
+
+
+class _RawCalls:
+    """``client.with_raw_response``: ``complete`` returning its ``RawResponse``."""
+
+    def __init__(self, client: SyncClient) -> None:
+        from ._raw import raw
+
+        self.complete: Callable[..., RawResponse] = raw(getattr(client, "complete"))  # noqa: B009
+
+
+class _AsyncRawCalls:
+    """``client.with_raw_response`` of an async client."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        from ._raw import araw
+
+        self.complete: Callable[..., Awaitable[RawResponse]] = araw(getattr(client, "complete"))  # noqa: B009
+
+
+class _StreamingCalls:
+    """``client.with_streaming_response``: ``stream`` as a context manager of its ``StreamingResponse``."""
+
+    def __init__(self, client: SyncClient) -> None:
+        from ._raw import streaming
+
+        self.stream: Callable[..., AbstractContextManager[StreamingResponse[CompletionStream]]] = streaming(
+            getattr(client, "stream")  # noqa: B009
+        )
+
+
+class _AsyncStreamingCalls:
+    """``client.with_streaming_response`` of an async client."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        from ._raw import astreaming
+
+        self.stream: Callable[..., AbstractAsyncContextManager[StreamingResponse[AsyncCompletionStream]]] = (
+            astreaming(getattr(client, "stream"))  # noqa: B009
         )
 
 

@@ -250,7 +250,7 @@ class _Counted(Attempts):
     """
 
     def __init__(self, batch: _Batch, estimate: int) -> None:
-        super().__init__(batch.client.max_retries)
+        super().__init__(batch.client.options)
         self.batch = batch
         self.estimate = estimate
         self.forgiven = 0
@@ -404,7 +404,8 @@ def _attempts(batch: _Batch, pacer: Pacer, stop: threading.Event, job: Job) -> C
     _, prompt, params = job
     policy = _Paced(batch, batch.estimate(prompt, params), pacer, stop)
     client = cast("SyncClient", batch.client)
-    return client._complete(batch.model, prompt, params, policy)
+    completion: Completion = client._complete(batch.model, prompt, params, policy)
+    return completion
 
 
 class _Workers:
@@ -482,7 +483,8 @@ async def _aattempts(batch: _Batch, limiter: Limiter, job: Job) -> Completion:
     _, prompt, params = job
     policy = _APaced(batch, batch.estimate(prompt, params), limiter)
     client = cast("AsyncClient", batch.client)
-    return await client._complete(batch.model, prompt, params, policy)
+    completion: Completion = await client._complete(batch.model, prompt, params, policy)
+    return completion
 
 
 async def _arun(

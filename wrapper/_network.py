@@ -115,18 +115,18 @@ def header_value(value: str, argument: str) -> str:
     return value
 
 
-def checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
-    """``default_headers`` as a dict; ``ValueError`` naming the header that cannot be sent."""
+def checked_headers(headers: Mapping[str, str] | None, argument: str = "default_headers") -> dict[str, str]:
+    """``headers`` as a dict; ``ValueError`` naming ``argument`` and the header that cannot be sent."""
     if headers is None:
         return {}
     if not isinstance(headers, Mapping):
-        raise ValueError(f"default_headers must be a mapping of header names to values; got {headers!r}")
+        raise ValueError(f"{argument} must be a mapping of header names to values; got {headers!r}")
     for name, value in headers.items():
         if not isinstance(name, str) or not _TOKEN.fullmatch(name):
-            raise ValueError(f"default_headers: {name!r} is not a valid HTTP header name")
+            raise ValueError(f"{argument}: {name!r} is not a valid HTTP header name")
         if not isinstance(value, str):
-            raise ValueError(f"default_headers[{name!r}] must be a string; got {type(value).__name__}")
-        header_value(value, f"default_headers[{name!r}]")
+            raise ValueError(f"{argument}[{name!r}] must be a string; got {type(value).__name__}")
+        header_value(value, f"{argument}[{name!r}]")
     return dict(headers)
 
 

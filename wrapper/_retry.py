@@ -1,9 +1,9 @@
 """When a failed request is retried, how long to wait first, and the wait itself.
 
-Retried: connection errors and timeouts, 408, 409, 429 and 5xx. The wait is the server's
-``retry-after-ms`` / ``Retry-After`` (seconds or an HTTP date) when it gives one, capped at
-``MAX_RETRY_AFTER``; otherwise exponential backoff from ``INITIAL_DELAY`` up to ``MAX_DELAY``,
-with up to 25% jitter taken off so that clients that failed together do not retry together.
+What is retried and how long to wait is a ``RetryPolicy`` (``wrapper._retry_policy``; by default
+connection errors and timeouts, 408, 409, 429 and 5xx, after the server's ``retry-after-ms`` /
+``Retry-After`` in seconds or as an HTTP date, else exponential backoff with jitter); a response's
+``x-should-retry`` overrides its status rule.
 ``retry_or_raise`` is the one decision (and its INFO log line) the clients and the batch share;
 ``sleep``/``asleep`` wait, or return at once in testing mode (``wrapper.testing``).
 """
@@ -11,7 +11,6 @@ with up to 25% jitter taken off so that clients that failed together do not retr
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Mapping
 from datetime import UTC
@@ -19,8 +18,10 @@ from email.utils import parsedate_to_datetime
 
 from . import _telemetry, testing
 from ._exceptions import APIConnectionError, APIError, APIStatusError
+from ._retry_policy import RetryPolicy
 
 __all__ = [
+    "DEFAULT_POLICY",
     "INITIAL_DELAY",
     "MAX_DELAY",
     "MAX_RETRY_AFTER",
@@ -33,22 +34,25 @@ __all__ = [
     "waited",
 ]
 
-INITIAL_DELAY = 0.5
-MAX_DELAY = 8.0
-MAX_RETRY_AFTER = 60.0
-RETRYABLE_STATUSES = frozenset({408, 409, 429})
+DEFAULT_POLICY = RetryPolicy()
+INITIAL_DELAY = DEFAULT_POLICY.initial_backoff
+MAX_DELAY = DEFAULT_POLICY.max_backoff
+MAX_RETRY_AFTER = DEFAULT_POLICY.max_retry_after
 
 logger = logging.getLogger("wrapper")
 
 
-def retry_or_raise(error: APIError, retries: int, max_retries: int) -> float:
+def retry_or_raise(
+    error: APIError, retries: int, max_retries: int, policy: RetryPolicy = DEFAULT_POLICY
+) -> float:
     """Seconds to wait before retry ``retries + 1`` of ``error``'s request (logged at INFO).
 
-    Raises ``error`` when it is final: not retryable, or ``retries`` has reached ``max_retries``.
+    Raises ``error`` when it is final: ``policy`` does not retry it, or ``retries`` has reached
+    ``max_retries``.
     """
-    if retries >= max_retries or not is_retryable(error):
+    if retries >= max_retries or not is_retryable(error, policy):
         raise error
-    delay = retry_delay(retries, error.retry_after if isinstance(error, APIStatusError) else None)
+    delay = policy.backoff(retries, error.retry_after if isinstance(error, APIStatusError) else None)
     logger.info(
         "retrying %s %s in %.2fs (retry %d of %d) after: %s",
         error.request.method,
@@ -79,20 +83,21 @@ async def asleep(seconds: float) -> None:
     await asyncio.sleep(waited(seconds))
 
 
-def is_retryable(exc: BaseException) -> bool:
-    """True for errors worth another attempt: connection errors, timeouts, 408, 409, 429 and 5xx."""
+def is_retryable(exc: BaseException, policy: RetryPolicy = DEFAULT_POLICY) -> bool:
+    """True for errors worth another attempt under ``policy`` (the server's ``x-should-retry`` first)."""
     if isinstance(exc, APIConnectionError):
-        return True
+        return policy.connection_errors
     if isinstance(exc, APIStatusError):
-        return exc.status_code in RETRYABLE_STATUSES or exc.status_code >= 500
+        should: str = exc.response.headers.get("x-should-retry", "").strip().lower()
+        if should in ("true", "false"):
+            return should == "true"
+        return exc.status_code in policy.statuses
     return False
 
 
 def retry_delay(attempt: int, retry_after: float | None) -> float:
-    """Seconds to wait before retry ``attempt + 1``: the server's ``retry_after`` if given, else backoff."""
-    if retry_after is not None:
-        return min(max(retry_after, 0.0), MAX_RETRY_AFTER)
-    return min(INITIAL_DELAY * 2.0**attempt, MAX_DELAY) * (1.0 - 0.25 * random.random())
+    """Seconds to wait before retry ``attempt + 1`` under the default policy."""
+    return DEFAULT_POLICY.backoff(attempt, retry_after)
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:

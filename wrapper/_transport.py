@@ -68,6 +68,14 @@ class Request:
         self.timeout = timeout
         self._httpx: httpx.Request | None = None
 
+    def within(self, seconds: float) -> Request:
+        """The same request with every timeout cut to at most ``seconds`` (a deadline's time left)."""
+        cut = {
+            name: seconds if value is None else min(value, seconds)
+            for name, value in self.timeout.as_dict().items()
+        }
+        return Request(self.method, self.url, self.headers, self.content, httpx.Timeout(**cut))
+
     def as_httpx(self) -> httpx.Request:
         if self._httpx is None:
             self._httpx = httpx.Request(
@@ -99,11 +107,15 @@ class Reply(NamedTuple):
 
 
 class AsyncTransport(Protocol):
-    """What async clients send through: aiohttp's or httpx's."""
+    """What async clients send through: aiohttp's or httpx's.
+
+    ``stream(request, idle)`` waits for the response within the request's read timeout, then for
+    each piece of its body within ``idle`` seconds (None: the read timeout again).
+    """
 
     async def send(self, request: Request) -> Reply: ...
 
-    async def stream(self, request: Request) -> httpx.Response: ...
+    async def stream(self, request: Request, idle: float | None) -> httpx.Response: ...
 
     async def aclose(self) -> None: ...
 
@@ -113,6 +125,15 @@ def _built(client: httpx.Client | httpx.AsyncClient, request: Request) -> httpx.
     return client.build_request(
         request.method, request.url, content=request.content, headers=request.headers, timeout=request.timeout
     )
+
+
+def _idle(response: httpx.Response, idle: float | None) -> httpx.Response:
+    """``response`` with its body's reads timed by ``idle`` (httpcore reads the read timeout from the
+    request's extensions when the body is first read, after the headers)."""
+    if idle is not None:
+        extensions = response.request.extensions
+        extensions["timeout"] = {**extensions.get("timeout", {}), "read": idle}
+    return response
 
 
 def _reply(response: httpx.Response) -> Reply:
@@ -128,8 +149,10 @@ class HttpxTransport:
     def send(self, request: Request) -> Reply:
         return _reply(self.client.send(_built(self.client, request), follow_redirects=False))
 
-    def stream(self, request: Request) -> httpx.Response:
-        return self.client.send(_built(self.client, request), stream=True, follow_redirects=False)
+    def stream(self, request: Request, idle: float | None) -> httpx.Response:
+        return _idle(
+            self.client.send(_built(self.client, request), stream=True, follow_redirects=False), idle
+        )
 
     def close(self) -> None:
         self.client.close()
@@ -149,8 +172,9 @@ class AsyncHttpxTransport:
             await response.aclose()
         return _reply(response)
 
-    async def stream(self, request: Request) -> httpx.Response:
-        return await self.client.send(_built(self.client, request), stream=True, follow_redirects=False)
+    async def stream(self, request: Request, idle: float | None) -> httpx.Response:
+        response = await self.client.send(_built(self.client, request), stream=True, follow_redirects=False)
+        return _idle(response, idle)
 
     async def aclose(self) -> None:
         await self.client.aclose()

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterable, Generator, Iterable, Mapping
+from collections.abc import AsyncIterable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Unpack
 
 import httpx
@@ -26,6 +26,7 @@ from ._base import (
     Settings,
     SyncClient,
     Timeout,
+    client_options,
     from_env,
     required,
 )
@@ -33,9 +34,16 @@ from ._base import (
 if TYPE_CHECKING:
     from generated.gradient.params import GradientParams
 
+    from ._options import RequestOptions
+    from ._retry_policy import RetryPolicy
+    from ._streams import AsyncCompletionStream, CompletionStream
+
+    class GradientCall(GradientParams, RequestOptions, total=False):
+        """A call's keyword arguments: the request's fields (``GradientParams``) and the request options."""
+
     from ._batch import AsyncBatchIterator, BatchIterator
     from ._gradient_wire import GradientWire
-    from ._results import Completion, CompletionChunk
+    from ._results import Completion
 
 __all__ = ["API", "DEFAULT_BASE_URL", "AsyncGradient", "Gradient", "GradientParams", "complete", "stream"]
 
@@ -92,20 +100,22 @@ class Gradient(SyncClient):
         base_url: str | None = None,
         timeout: Timeout = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
+        retry: RetryPolicy | None = None,
+        deadline: float | None = None,
+        stream_idle_timeout: float | None = None,
         http_client: httpx.Client | None = None,
         limits: httpx.Limits | None = None,
         default_headers: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(
             *_config(access_token, workspace_id, base_url),
-            timeout,
-            max_retries,
             http_client,
             limits,
             default_headers,
+            client_options(timeout, max_retries, retry, deadline, stream_idle_timeout),
         )
 
-    def complete(self, model: str, prompt: str, **params: Unpack[GradientParams]) -> Completion:
+    def complete(self, model: str, prompt: str, **params: Unpack[GradientCall]) -> Completion:
         """Complete ``prompt`` (sent as ``query``) with the base or fine-tuned model ``model``.
 
         ``params`` are the request's optional fields, generated from the spec as ``GradientParams``
@@ -114,9 +124,7 @@ class Gradient(SyncClient):
         """
         return self._complete(model, prompt, params)
 
-    def stream(
-        self, model: str, prompt: str, **params: Unpack[GradientParams]
-    ) -> Generator[CompletionChunk, None, None]:
+    def stream(self, model: str, prompt: str, **params: Unpack[GradientCall]) -> CompletionStream:
         """Gradient's API does not stream: this yields the whole output as one chunk once it is complete.
 
         It is here so that code written for streaming works with both providers.
@@ -133,7 +141,7 @@ class Gradient(SyncClient):
         return_exceptions: bool = False,
         requests_per_minute: float | None = None,
         tokens_per_minute: float | None = None,
-        **params: Unpack[GradientParams],
+        **params: Unpack[GradientCall],
     ) -> BatchIterator:
         """``complete`` for each prompt, at most ``concurrency`` in flight, paced to the limits given.
 
@@ -163,20 +171,22 @@ class AsyncGradient(AsyncClient):
         base_url: str | None = None,
         timeout: Timeout = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
+        retry: RetryPolicy | None = None,
+        deadline: float | None = None,
+        stream_idle_timeout: float | None = None,
         http_client: httpx.AsyncClient | None = None,
         limits: httpx.Limits | None = None,
         default_headers: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(
             *_config(access_token, workspace_id, base_url),
-            timeout,
-            max_retries,
             http_client,
             limits,
             default_headers,
+            client_options(timeout, max_retries, retry, deadline, stream_idle_timeout),
         )
 
-    async def complete(self, model: str, prompt: str, **params: Unpack[GradientParams]) -> Completion:
+    async def complete(self, model: str, prompt: str, **params: Unpack[GradientCall]) -> Completion:
         """Complete ``prompt`` (sent as ``query``) with the base or fine-tuned model ``model``.
 
         ``params`` are the request's optional fields, generated from the spec as ``GradientParams``
@@ -185,9 +195,7 @@ class AsyncGradient(AsyncClient):
         """
         return await self._complete(model, prompt, params)
 
-    def stream(
-        self, model: str, prompt: str, **params: Unpack[GradientParams]
-    ) -> AsyncGenerator[CompletionChunk, None]:
+    def stream(self, model: str, prompt: str, **params: Unpack[GradientCall]) -> AsyncCompletionStream:
         """Gradient's API does not stream: this yields the whole output as one chunk once it is complete."""
         return self._stream(model, prompt, params)
 
@@ -201,7 +209,7 @@ class AsyncGradient(AsyncClient):
         return_exceptions: bool = False,
         requests_per_minute: float | None = None,
         tokens_per_minute: float | None = None,
-        **params: Unpack[GradientParams],
+        **params: Unpack[GradientCall],
     ) -> AsyncBatchIterator:
         """The async ``Gradient.complete_many``; closing the iterator cancels the requests in flight."""
         limits = (requests_per_minute, tokens_per_minute)
@@ -212,14 +220,12 @@ CLIENTS = (Gradient, AsyncGradient)
 _default = DefaultClient(Gradient)
 
 
-def complete(model: str, prompt: str, **params: Unpack[GradientParams]) -> Completion:
+def complete(model: str, prompt: str, **params: Unpack[GradientCall]) -> Completion:
     """``Gradient().complete(...)`` on a client built from the environment on first use."""
     return _default.get().complete(model, prompt, **params)
 
 
-def stream(
-    model: str, prompt: str, **params: Unpack[GradientParams]
-) -> Generator[CompletionChunk, None, None]:
+def stream(model: str, prompt: str, **params: Unpack[GradientCall]) -> CompletionStream:
     """``Gradient().stream(...)`` on a client built from the environment on first use."""
     return _default.get().stream(model, prompt, **params)
 

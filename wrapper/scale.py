@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterable, Generator, Iterable, Mapping
+from collections.abc import AsyncIterable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Unpack
 
 import httpx
@@ -27,6 +27,7 @@ from ._base import (
     Settings,
     SyncClient,
     Timeout,
+    client_options,
     from_env,
     required,
 )
@@ -35,8 +36,15 @@ from ._network import header_value
 if TYPE_CHECKING:
     from generated.scale.params import ScaleParams
 
+    from ._options import RequestOptions
+    from ._retry_policy import RetryPolicy
+    from ._streams import AsyncCompletionStream, CompletionStream
+
+    class ScaleCall(ScaleParams, RequestOptions, total=False):
+        """A call's keyword arguments: the request's fields (``ScaleParams``) and the request options."""
+
     from ._batch import AsyncBatchIterator, BatchIterator
-    from ._results import Completion, CompletionChunk
+    from ._results import Completion
     from ._scale_wire import ScaleWire
 
 __all__ = ["API", "DEFAULT_BASE_URL", "AsyncScale", "Scale", "ScaleParams", "complete", "stream"]
@@ -95,6 +103,9 @@ class Scale(SyncClient):
         base_url: str | None = None,
         timeout: Timeout = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
+        retry: RetryPolicy | None = None,
+        deadline: float | None = None,
+        stream_idle_timeout: float | None = None,
         http_client: httpx.Client | None = None,
         limits: httpx.Limits | None = None,
         default_headers: Mapping[str, str] | None = None,
@@ -102,14 +113,13 @@ class Scale(SyncClient):
         super().__init__(
             _wire(),
             _settings(api_key, account_id, base_url),
-            timeout,
-            max_retries,
             http_client,
             limits,
             default_headers,
+            client_options(timeout, max_retries, retry, deadline, stream_idle_timeout),
         )
 
-    def complete(self, model: str, prompt: str, **params: Unpack[ScaleParams]) -> Completion:
+    def complete(self, model: str, prompt: str, **params: Unpack[ScaleCall]) -> Completion:
         """Complete ``prompt`` with the deployment ``model``.
 
         ``params`` are the request's optional fields, generated from the spec as ``ScaleParams``
@@ -118,9 +128,7 @@ class Scale(SyncClient):
         """
         return self._complete(model, prompt, params)
 
-    def stream(
-        self, model: str, prompt: str, **params: Unpack[ScaleParams]
-    ) -> Generator[CompletionChunk, None, None]:
+    def stream(self, model: str, prompt: str, **params: Unpack[ScaleCall]) -> CompletionStream:
         """The completion as it is generated: text deltas, the last chunk with finish reason and counts.
 
         Arguments are checked now, the request is sent on the first ``next()``. Breaking out of the
@@ -139,7 +147,7 @@ class Scale(SyncClient):
         return_exceptions: bool = False,
         requests_per_minute: float | None = None,
         tokens_per_minute: float | None = None,
-        **params: Unpack[ScaleParams],
+        **params: Unpack[ScaleCall],
     ) -> BatchIterator:
         """``complete`` for each prompt, at most ``concurrency`` in flight, paced to the limits given.
 
@@ -172,6 +180,9 @@ class AsyncScale(AsyncClient):
         base_url: str | None = None,
         timeout: Timeout = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
+        retry: RetryPolicy | None = None,
+        deadline: float | None = None,
+        stream_idle_timeout: float | None = None,
         http_client: httpx.AsyncClient | None = None,
         limits: httpx.Limits | None = None,
         default_headers: Mapping[str, str] | None = None,
@@ -179,14 +190,13 @@ class AsyncScale(AsyncClient):
         super().__init__(
             _wire(),
             _settings(api_key, account_id, base_url),
-            timeout,
-            max_retries,
             http_client,
             limits,
             default_headers,
+            client_options(timeout, max_retries, retry, deadline, stream_idle_timeout),
         )
 
-    async def complete(self, model: str, prompt: str, **params: Unpack[ScaleParams]) -> Completion:
+    async def complete(self, model: str, prompt: str, **params: Unpack[ScaleCall]) -> Completion:
         """Complete ``prompt`` with the deployment ``model``.
 
         ``params`` are the request's optional fields, generated from the spec as ``ScaleParams``
@@ -195,9 +205,7 @@ class AsyncScale(AsyncClient):
         """
         return await self._complete(model, prompt, params)
 
-    def stream(
-        self, model: str, prompt: str, **params: Unpack[ScaleParams]
-    ) -> AsyncGenerator[CompletionChunk, None]:
+    def stream(self, model: str, prompt: str, **params: Unpack[ScaleCall]) -> AsyncCompletionStream:
         """The completion as it is generated (``async for``); see ``Scale.stream``.
 
         To close the connection as soon as you stop early, close the generator:
@@ -215,7 +223,7 @@ class AsyncScale(AsyncClient):
         return_exceptions: bool = False,
         requests_per_minute: float | None = None,
         tokens_per_minute: float | None = None,
-        **params: Unpack[ScaleParams],
+        **params: Unpack[ScaleCall],
     ) -> AsyncBatchIterator:
         """The async ``Scale.complete_many``: prompts from an (async) iterable, ``async for`` the results.
 
@@ -229,12 +237,12 @@ CLIENTS = (Scale, AsyncScale)
 _default = DefaultClient(Scale)
 
 
-def complete(model: str, prompt: str, **params: Unpack[ScaleParams]) -> Completion:
+def complete(model: str, prompt: str, **params: Unpack[ScaleCall]) -> Completion:
     """``Scale().complete(...)`` on a client built from the environment on first use."""
     return _default.get().complete(model, prompt, **params)
 
 
-def stream(model: str, prompt: str, **params: Unpack[ScaleParams]) -> Generator[CompletionChunk, None, None]:
+def stream(model: str, prompt: str, **params: Unpack[ScaleCall]) -> CompletionStream:
     """``Scale().stream(...)`` on a client built from the environment on first use."""
     return _default.get().stream(model, prompt, **params)
 
