@@ -11,6 +11,7 @@ from mypy import api as mypy
 SNIPPET = """
 import asyncio
 
+from wrapper import RetryPolicy
 from wrapper.gradient import AsyncGradient, Gradient
 from wrapper.scale import AsyncScale, Scale
 
@@ -20,6 +21,12 @@ scale.stream("m", "p", stop_sequences=["."])
 scale.complete_many("m", ["p"], concurrency=4, max_tokens=5)
 scale.complete_many("m", ["p"], max_tokns=5)  # error: complete_many
 scale.complete("m", "p", max_tokens="5")  # error: complete type
+scale.complete("m", "p", timeout=5, extra_headers={"X-Team": "a"}, extra_body={"new": 1}, retry=RetryPolicy())
+scale.complete("m", "p", max_retrie=1)  # error: misspelt option
+scale.with_options(deadline=10, stream_idle_timeout=2).stream("m", "p").get_final_completion().text
+scale.with_options(tiemout=1)  # error: misspelt option of with_options
+scale.with_raw_response.complete("m", "p").parse().text
+Scale(api_key="k", retry=RetryPolicy(max_backoff=2), deadline=30.0, stream_idle_timeout=5.0)
 gradient = Gradient(access_token="t", workspace_id="w")
 gradient.complete("m", "p", guidance=["yes", "no"], max_generated_token_count=8)
 gradient.complete_many("m", ["p"], max_tokens=5)  # error: gradient complete_many

@@ -11,15 +11,27 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._batch import AsyncBatchIterator, BatchIterator, BatchResult, BatchStats
+    from ._options import RequestOptions
+    from ._raw import RawResponse, StreamingResponse
     from ._results import Completion, CompletionChunk, TokenLogprob
+    from ._retry_policy import RetryPolicy
+    from ._streams import AsyncCompletionStream, CompletionStream
+    from ._transport import ClientClosedError
 
 __all__ = [
     "AsyncBatchIterator",
+    "AsyncCompletionStream",
     "BatchIterator",
     "BatchResult",
     "BatchStats",
+    "ClientClosedError",
     "Completion",
     "CompletionChunk",
+    "CompletionStream",
+    "RawResponse",
+    "RequestOptions",
+    "RetryPolicy",
+    "StreamingResponse",
     "TokenLogprob",
 ]
 
@@ -32,6 +44,13 @@ _LAZY = {
     "Completion": "._results",
     "CompletionChunk": "._results",
     "TokenLogprob": "._results",
+    "AsyncCompletionStream": "._streams",
+    "ClientClosedError": "._transport",
+    "CompletionStream": "._streams",
+    "RawResponse": "._raw",
+    "RequestOptions": "._options",
+    "RetryPolicy": "._retry_policy",
+    "StreamingResponse": "._raw",
 }
 
 

@@ -87,7 +87,10 @@ class _Body(httpx.AsyncByteStream):
             raise _httpx_error(exc) from exc
 
     async def aclose(self) -> None:
-        self._response.release()  # back to the pool if read to the end, else the connection is closed
+        if self._response.content.is_eof():
+            self._response.release()  # read to the end: the connection goes back to the pool
+        else:
+            self._response.close()  # left early: the connection is closed, so the server stops
 
 
 class AiohttpTransport:
