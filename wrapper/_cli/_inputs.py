@@ -1,17 +1,22 @@
 """The batch command's input: a JSONL file read lazily, one ``{"prompt": ..., "id": ..., params...}`` a line.
 
-An input is a non-blank line; its ``index`` is its 0-based position in the file. Its optional ``"id"``
-(a string or an integer) is what resume matches it by; a line with no id, or whose id is mistyped or
-already taken by an earlier line, is matched by its index instead. A line that can't be sent (not JSON,
-no prompt, a bad id, a parameter the client doesn't take) is handed to ``on_bad`` instead of stopping
-the run.
+An input is a non-blank line; its ``index`` is its 0-based position in the file (blank lines count as
+positions, and are reported, not sent). Its optional ``"id"`` (a string or an integer) is what resume
+matches it by; a line with no id, or whose id is mistyped or already taken by an earlier line, is
+matched by its index instead. A line that can't be sent (not JSON, no prompt, a bad id, a parameter the
+client doesn't take) is handed to ``on_bad`` instead of stopping the run.
+
+A regular file is read up to the size it had when opened: lines appended meanwhile (by another
+program, or by a run writing its results into its own input) are left for the next run.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Callable, Generator, Iterator, Mapping
-from typing import Any
+from typing import Any, BinaryIO
 
 __all__ = ["Id", "Input", "InputLineError", "count_inputs", "read_inputs"]
 
@@ -44,13 +49,15 @@ def read_inputs(
     defaults: Mapping[str, Any],
     check: Callable[[dict[str, Any]], None],
     on_bad: Callable[[int, Id | None, InputLineError], None],
+    on_blank: Callable[[int], None] = lambda index: None,
 ) -> Generator[Input, None, None]:
     """Yield each input not ``skip``-ped, its params over ``defaults`` and vetted by ``check``.
 
     ``claim(id)`` is asked once per id, in file order, for every line (skipped or not): False means an
     earlier line has that id, which makes this line an ``InputLineError`` matched by its index.
+    ``on_blank(index)`` hears of each blank line.
     """
-    for index, line_id, fields in _keyed(path, claim):
+    for index, line_id, fields in _keyed(path, claim, on_blank):
         if skip(index, line_id):
             continue
         try:
@@ -78,12 +85,13 @@ def count_inputs(path: str, skip: Callable[[int, Id | None], bool]) -> tuple[int
 
 
 def _keyed(
-    path: str, claim: Callable[[Id], bool]
+    path: str, claim: Callable[[Id], bool], on_blank: Callable[[int], None] = lambda index: None
 ) -> Iterator[tuple[int, Id | None, dict[str, Any] | InputLineError]]:
     """Each input's index, its valid id (or None) and its other fields, or why it can't be read."""
     with open(path, "rb") as lines:
-        for index, line in enumerate(lines):
+        for index, line in enumerate(_lines(lines)):
             if not line.strip():
+                on_blank(index)
                 continue
             try:
                 fields = _object(line)
@@ -92,11 +100,25 @@ def _keyed(
                 yield index, None, exc
 
 
+def _lines(file: BinaryIO) -> Iterator[bytes]:
+    """The file's lines; for a regular file, only those within the size it had when this began."""
+    info = os.fstat(file.fileno())
+    if not stat.S_ISREG(info.st_mode):  # a pipe or a terminal: no size to stop at
+        yield from file
+        return
+    left = info.st_size
+    while left > 0 and (line := file.readline(left)):
+        left -= len(line)
+        yield line
+
+
 def _object(line: bytes) -> dict[str, Any]:
     try:
-        fields = json.loads(line)
-    except ValueError as exc:
-        raise InputLineError(f"not JSON ({exc})") from None
+        fields = json.loads(line.decode("utf-8-sig"))  # a byte-order mark, if any, is not the line's
+    except UnicodeDecodeError as exc:
+        raise InputLineError(f"not UTF-8 text (byte {exc.start + 1} is not UTF-8)") from None
+    except json.JSONDecodeError as exc:  # the line is one line: its column is all there is to say
+        raise InputLineError(f"not JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(fields, dict):
         raise InputLineError(f"expected a JSON object, got {_JSON_TYPES[type(fields)]}")
     return fields
