@@ -1,6 +1,8 @@
 """``python -m wrapper``: ``complete`` one prompt, ``batch`` a JSONL file resumably, or run the ``sandbox``.
 
-Exit codes: 0 all done, 1 some prompt failed (or an API error), 2 a usage error.
+Exit codes: 0 all done, 1 some prompt failed (or an API error, or a batch stopped because its first
+answers all refused it), 2 a usage error, 130 interrupted. The ``completion-clients`` console script
+is the same command line under its own name.
 """
 
 from __future__ import annotations

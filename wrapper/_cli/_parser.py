@@ -84,10 +84,15 @@ def _batch_args(parser: argparse.ArgumentParser) -> None:
         "input",
         metavar="INPUT.jsonl",
         help='one {"prompt": ..., "id": ..., params...} per line; "id" (a string or an integer, optional) is '
-        "copied to the result and resume matches by it; a line without one is matched by its position",
+        "copied to the result and resume matches by it; a line without one is matched by its position (and "
+        "keeps that result once given an id); read up to its size at start; blank lines are not sent",
     )
     parser.add_argument(
-        "-o", "--output", metavar="OUTPUT.jsonl", required=True, help="results; re-run to resume"
+        "-o",
+        "--output",
+        metavar="OUTPUT.jsonl",
+        required=True,
+        help="results (not the input file); re-run to resume",
     )
     parser.add_argument(
         "--concurrency", type=_positive, default=16, metavar="N", help="requests in flight at most (16)"
