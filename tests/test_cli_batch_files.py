@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -177,3 +178,18 @@ def test_giving_ids_to_lines_already_done_by_position_sends_nothing_again(
     assert "0 done, 0 failed, 4 skipped" in capsys.readouterr().err
     assert counted_sandbox.stats().requests == 0
     assert sorted(r["index"] for r in _results(output)) == [0, 1, 2, 3]
+
+
+@pytest.mark.timeout(60)
+def test_a_pipe_as_input_is_read_to_its_end(counted_sandbox: Sandbox, tmp_path: Path) -> None:
+    fifo, output = tmp_path / "prompts.fifo", tmp_path / "out.jsonl"
+    os.mkfifo(fifo)  # no size to stop at: a pipe is read until its writer closes it
+    writer = threading.Thread(target=fifo.write_text, args=(_prompts(5),))
+    writer.start()
+    try:
+        assert main(["batch", "scale", MODEL, str(fifo), "-o", str(output), *_flags(counted_sandbox)]) == 0
+    finally:
+        if writer.is_alive():  # the run never opened the pipe: let the writer's open return
+            os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+        writer.join()
+    assert sorted(r["index"] for r in _results(output)) == list(range(5))

@@ -7,7 +7,7 @@ from collections.abc import Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
 from wrapper._batch import Job, acomplete_jobs
-from wrapper._cli._inputs import Id, Input, InputLineError, count_inputs, read_inputs
+from wrapper._cli._inputs import Id, Input, InputLineError, count_inputs, input_size, read_inputs
 from wrapper._cli._progress import progress
 from wrapper._cli._results import ResultFile
 
@@ -95,11 +95,12 @@ async def run_batch(
     ids: dict[int, Id] = {}  # index -> id of the inputs in flight that have one
     blanks: list[int] = []  # the indices of the blank lines
     refused: list[tuple[int, Id | None, BaseException]] = []  # held back while every answer is a refusal
+    size = input_size(input_path)  # lines appended from now on are the next run's
     with ResultFile(output_path) as results:
         if retry_failed:
             dropped = results.drop_failures()
             print(f"{output_path}: {dropped} failed results removed, to be sent again", file=stderr)
-        bar = progress(stderr, show_progress, lambda: count_inputs(input_path, results.done))
+        bar = progress(stderr, show_progress, lambda: count_inputs(input_path, size, results.done))
 
         def skip(index: int, line_id: Id | None) -> bool:
             if not results.done(index, line_id):
@@ -119,6 +120,7 @@ async def run_batch(
 
         inputs = read_inputs(
             input_path,
+            size,
             skip=skip,
             claim=results.claim,
             defaults=defaults,
