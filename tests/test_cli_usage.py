@@ -163,19 +163,24 @@ def test_a_batch_whose_first_answers_all_refuse_it_stops_and_resumes_once_fixed(
     keyed: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str, model: str, refusal: str
 ) -> None:
     inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
-    _write_prompts(inputs, 40)
+    _write_prompts(inputs, 100)
     keyed.reset_stats()
-    assert main(_batch(keyed, inputs, output, key, model)) == 1
-    err = capsys.readouterr().err
-    assert f"stopped: the first {REFUSALS_TO_STOP} requests were refused, the first with {refusal}: " in err
-    assert "nothing was written for them" in err
-    assert "--retry-failed" not in err  # nothing failed that a retry would fix
+    flags = ["--base-url", keyed.scale_base_url, "--api-key", key, "--concurrency", "16"]
+    command = [sys.executable, "-m", "wrapper", "batch", "scale", model, str(inputs), "-o", str(output)]
+    stopped = subprocess.run([*command, *flags], capture_output=True, text=True, timeout=60, env=_env())
+    assert stopped.returncode == 1
+    assert f"stopped: the first {REFUSALS_TO_STOP} requests were refused, the first with {refusal}: " in (
+        stopped.stderr
+    )
+    assert "nothing was written for them" in stopped.stderr
+    assert "--retry-failed" not in stopped.stderr  # nothing failed that a retry would fix
+    assert "Traceback" not in stopped.stderr  # the requests in flight were answered, not abandoned
     assert output.read_text() == ""
-    assert keyed.stats().requests <= REFUSALS_TO_STOP + 2  # at most the concurrency more, not the file
+    assert keyed.stats().requests <= REFUSALS_TO_STOP - 1 + 16  # no more sent once it knew: not the file
 
     assert main(_batch(keyed, inputs, output, "right-key")) == 0  # fixed: the same command does it all
-    assert "40 done, 0 failed, 0 skipped" in capsys.readouterr().err
-    assert sorted(r["index"] for r in _results(output)) == list(range(40))
+    assert "100 done, 0 failed, 0 skipped" in capsys.readouterr().err
+    assert sorted(r["index"] for r in _results(output)) == list(range(100))
 
 
 def test_a_short_batch_refused_throughout_stops_the_same_way(

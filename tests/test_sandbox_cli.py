@@ -88,7 +88,7 @@ def test_a_busy_port_fails_at_once_naming_the_port_and_prints_no_banner() -> Non
         )
     assert run.returncode == 1
     assert run.stdout == ""  # no "running at" banner for a server that never ran
-    assert f"cannot listen on 127.0.0.1:{port}" in run.stderr
+    assert run.stderr.startswith(f"python -m wrapper.sandbox: error: cannot listen on 127.0.0.1:{port}: ")
     assert "the port is busy" in run.stderr
     assert "Traceback" not in run.stderr
 

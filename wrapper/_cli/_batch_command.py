@@ -20,8 +20,8 @@ __all__ = ["REFUSALS_TO_STOP", "describe", "error_fields", "result_fields", "run
 
 REFUSALS_TO_STOP = 5
 """A batch whose first this many answers (or all of them, if fewer) are 401, 403 or 404 stops: a wrong
-credential or model would refuse every prompt. Those refusals are not written, so the same command,
-once the cause is fixed, sends them again."""
+credential or model would refuse every prompt. It sends no more prompts (those in flight are answered)
+and writes none of those refusals, so the same command, once the cause is fixed, sends them again."""
 _REFUSED = (401, 403, 404)
 
 
@@ -128,10 +128,11 @@ async def run_batch(
             on_bad=bad,
             on_blank=blanks.append,
         )
+        stopping = False  # the first answers all refused: send no more
         batch = acomplete_jobs(
             client,
             model,
-            _jobs(inputs, ids),
+            _jobs(inputs, ids, lambda: stopping),
             concurrency=concurrency,
             ordered=False,
             return_exceptions=True,
@@ -143,15 +144,16 @@ async def run_batch(
             async for result in batch:
                 line_id = ids.pop(result.index, None)
                 error = result.error
-                if not answered and error is not None and getattr(error, "status_code", None) in _REFUSED:
+                refusal = getattr(error, "status_code", None) in _REFUSED
+                if error is not None and refusal and (stopping or not answered):
                     refused.append((result.index, line_id, error))
-                    if len(refused) == REFUSALS_TO_STOP:
-                        break
+                    stopping = stopping or (not answered and len(refused) == REFUSALS_TO_STOP)
                     continue
                 answered = True
-                for index, held_id, held in refused:  # not a wrong credential or model after all
-                    finish(index, held_id, error_fields(held))
-                refused.clear()
+                if not stopping:  # not a wrong credential or model after all
+                    for index, held_id, held in refused:
+                        finish(index, held_id, error_fields(held))
+                    refused.clear()
                 if error is not None:
                     finish(result.index, line_id, error_fields(error))
                 elif result.completion is not None:
@@ -161,11 +163,7 @@ async def run_batch(
             inputs.close()
             bar.close()
     if refused:
-        which = (
-            f"the first {REFUSALS_TO_STOP} requests were"
-            if len(refused) == REFUSALS_TO_STOP
-            else "every request was"
-        )
+        which = f"the first {REFUSALS_TO_STOP} requests were" if stopping else "every request was"
         print(f"stopped: {which} refused, the first with {describe(refused[0][2])}", file=stderr)
         print("nothing was written for them: fix the credential or the model, then run it again", file=stderr)
     print(_summary(counts, output_path, input_path, blanks), file=stderr)
@@ -193,9 +191,13 @@ def _summary(counts: dict[str, int], output_path: str, input_path: str, blanks: 
     return summary
 
 
-def _jobs(inputs: Generator[Input, None, None], ids: dict[int, Id]) -> Generator[Job, None, None]:
-    """The inputs as the batch's jobs, noting in ``ids`` the id of each one sent that has one."""
-    for index, line_id, prompt, params in inputs:
+def _jobs(
+    inputs: Generator[Input, None, None], ids: dict[int, Id], stopping: Callable[[], bool]
+) -> Generator[Job, None, None]:
+    """The inputs as the batch's jobs until ``stopping()``, noting in ``ids`` the id of each one sent
+    that has one."""
+    while not stopping() and (next_input := next(inputs, None)) is not None:
+        index, line_id, prompt, params = next_input
         if line_id is not None:
             ids[index] = line_id
         yield index, prompt, params

@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as exc:  # a credential the sandbox can't compare
         parser.error(str(exc))
     except OSError as exc:  # the port is busy, or not ours to bind
-        parser.exit(1, f"{parser.prog}: error: {exc}\n")
+        parser.exit(1, f"{parser.prog}: error: {exc.strerror or exc}\n")
 
 
 if __name__ == "__main__":
