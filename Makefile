@@ -6,10 +6,13 @@ BIN := $(VENV)/bin
 .PHONY: install regen check-regen lint test demo bench
 .DEFAULT_GOAL := test
 
-$(BIN)/.installed: pyproject.toml
+# The editable install's import hook is invisible to type checkers (mypy, pyright): a plain path entry
+# (.pth) for the checkout lets them resolve the package too.
+$(BIN)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_path("purelib"), "completion_clients_checkout.pth").write_text("$(CURDIR)\n")'
 	touch $@
 
 node_modules/.installed: package-lock.json  # Prism, the contract tests' spec-driven mock server

@@ -459,6 +459,7 @@ def test_a_missing_input_file_is_a_usage_error(counted_sandbox: Sandbox, tmp_pat
         ]
     )
     assert code == 2
+    assert not (tmp_path / "o").exists()  # found before the output was created
 
 
 def test_complete_stream_prints_the_text_as_it_comes(counted_sandbox: Sandbox) -> None:

@@ -87,7 +87,8 @@ def test_results_with_an_id_are_known_by_it_and_the_others_by_index(tmp_path: Pa
         assert results.failed(9, 1)
         assert not results.done(1, "1")  # 1 and "1" are different ids
         assert results.done(2)
-        assert not results.done(2, "b")
+        assert results.done(2, "b")  # a line given an id since owns the id-less result at its index
+        assert not results.done(1, "b")  # index 1's result is id 1's, not an id-less one
         results.write({"index": 7, "id": "b", "text": "z"})
         assert results.done(0, "b")
         assert results.claim("a")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -19,37 +20,38 @@ def test_help_lists_the_models_the_rag_collection_the_triggers_and_the_faults() 
     out = subprocess.run(
         [sys.executable, "-m", "wrapper.sandbox", "--help"], capture_output=True, text=True, check=True
     )
-    for expected in ("--port", "--seed", "--rpm", "--tpm", "Retry-After", "nous-hermes2",
+    for expected in ("--port", "--seed", "--rpm", "--tpm", "--api-key", "--access-token", "--any-model",
+                     "--fault", "compose", "Retry-After", "nous-hermes2",
                      "llama-3-8b-instruct", "wonderland", "contraband", "__fail__", "x-sandbox-fault",
                      "retry-after", "cut=K", "malformed"):  # fmt: skip
         assert expected in out.stdout
 
 
-@pytest.fixture
-def server_url() -> Iterator[str]:
-    with socket.socket() as probe:  # a port that was free a moment ago
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+@contextmanager
+def _cli_sandbox(*args: str) -> Iterator[str]:
+    """``python -m wrapper.sandbox --port 0 ARGS`` in a process of its own; its URL, read from its banner."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "wrapper.sandbox", "--port", str(port), "--seed", "3"],
+        [sys.executable, "-m", "wrapper.sandbox", "--port", "0", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        text=True,
     )
-    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                httpx.get(f"{url}/_sandbox/models")
-                break
-            except httpx.TransportError:
-                assert process.poll() is None, "the sandbox exited"
-                assert time.monotonic() < deadline, "the sandbox did not start in time"
-                time.sleep(0.05)
-        yield url
+        assert process.stdout is not None
+        banner = process.stdout.readline()  # printed once the port is bound and listening
+        shown = re.fullmatch(r"Sandbox: Gradient at (http://\S+)/api, Scale at (http://\S+)\n", banner)
+        assert shown is not None, (banner, process.stderr.read() if process.stderr else "")
+        assert shown[1] == shown[2]
+        yield shown[1]
     finally:
         process.terminate()
         process.communicate(timeout=10)
+
+
+@pytest.fixture
+def server_url() -> Iterator[str]:
+    with _cli_sandbox("--seed", "3") as url:
+        yield url
 
 
 def test_the_cli_serves_both_apis(server_url: str) -> None:
@@ -73,3 +75,71 @@ def test_the_demo_shows_both_clients_and_exits_0() -> None:
     assert "200/200" in run.stderr  # the batch's progress bar
     assert "200 done, 0 failed, 0 skipped" in run.stderr
     assert "0 done, 0 failed, 200 skipped" in run.stderr  # the re-run resumes: nothing left to do
+
+
+def test_a_busy_port_fails_at_once_naming_the_port_and_prints_no_banner() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        run = subprocess.run(
+            [sys.executable, "-m", "wrapper.sandbox", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert run.returncode == 1
+    assert run.stdout == ""  # no "running at" banner for a server that never ran
+    assert run.stderr.startswith(f"python -m wrapper.sandbox: error: cannot listen on 127.0.0.1:{port}: ")
+    assert "the port is busy" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_several_fault_rules_given_at_start_all_fire() -> None:
+    rules = ["--fault", "status=503;count=1", "--fault", "status=429;retry-after=0;count=2"]
+    with _cli_sandbox(*rules) as url, httpx.Client(headers={"x-api-key": "k"}) as http:
+        answers = [
+            http.post(f"{url}/v4/models/llama-3-8b-instruct/completions", json={"prompt": "a"}).status_code
+            for _ in range(3)
+        ]
+    assert answers == [503, 429, 200]  # both fired on the first request (the first rule's status won)
+
+
+def test_a_bad_fault_rule_is_a_usage_error() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "wrapper.sandbox", "--fault", "status=oops"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert run.returncode == 2
+    assert "--fault: 'status=oops'" in run.stderr
+
+
+def test_only_the_credentials_given_are_accepted_and_any_model_id_is_served() -> None:
+    with _cli_sandbox("--api-key", "right-key", "--access-token", "right-token", "--any-model") as url:
+        scale = f"{url}/v4/models/model_deployment_id/completions"
+        body = {"prompt": "Alice", "max_tokens": 2}
+        refused = httpx.post(scale, json=body, headers={"x-api-key": "wrong-key"})
+        missing = httpx.post(scale, json=body)
+        served = httpx.post(scale, json=body, headers={"x-api-key": "right-key"})
+        gradient = f"{url}/api/models/model_id/complete"
+        headers = {"x-gradient-workspace-id": "w"}
+        refused_token = httpx.post(
+            gradient, json={"query": "Alice"}, headers={**headers, "authorization": "Bearer wrong"}
+        )
+        served_token = httpx.post(
+            gradient, json={"query": "Alice"}, headers={**headers, "authorization": "Bearer right-token"}
+        )
+    assert (refused.status_code, refused.json()["detail"]) == (
+        401,
+        "Not authenticated: the API key sent was refused",
+    )
+    assert (missing.status_code, missing.json()["detail"]) == (
+        401,
+        "Not authenticated: send the x-api-key header",
+    )
+    assert served.status_code == 200
+    assert served.json()["response_tokens"] == 2
+    assert refused_token.status_code == 401
+    assert refused_token.json()["message"] == "Not authenticated: the access token sent was refused"
+    assert served_token.status_code == 200
+    assert served_token.json()["generatedOutput"]

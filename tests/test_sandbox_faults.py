@@ -13,7 +13,7 @@ from sandbox_fixtures import _no_faults_left, gradient, recording_sandbox, scale
 
 from wrapper import errors
 from wrapper.gradient import Gradient
-from wrapper.sandbox import Sandbox, Stats
+from wrapper.sandbox import Fault, Sandbox, Stats
 from wrapper.scale import AsyncScale, Scale
 
 MODEL = "llama-3-8b-instruct"
@@ -154,7 +154,6 @@ async def test_stats_count_requests_in_flight_until_their_streams_end(recording_
             break
         await asyncio.sleep(0.05)
     recording_sandbox.inject(delay=0.2, count=6, api="scale")
-    recording_sandbox.inject(pace=0.1, count=2, api="scale")
     recording_sandbox.reset_stats()
     async with AsyncScale(api_key="k", account_id="a", base_url=recording_sandbox.scale_base_url) as client:
 
@@ -165,8 +164,24 @@ async def test_stats_count_requests_in_flight_until_their_streams_end(recording_
         await asyncio.gather(*(client.complete(MODEL, "Alice", max_tokens=2) for _ in range(6)))
         assert recording_sandbox.stats() == Stats(requests=6, in_flight=0, max_in_flight=6)
         recording_sandbox.reset_stats()
+        recording_sandbox.inject(pace=0.1, count=2, api="scale")  # queued now, or the completes would use it
         await asyncio.gather(drain(), drain())
     async with httpx.AsyncClient(base_url=recording_sandbox.url) as http:
         stats = (await http.get("/_sandbox/stats")).json()
         assert stats == {"requests": 2, "in_flight": 0, "max_in_flight": 2, "rate_limited": 0}
         assert (await http.delete("/_sandbox/stats")).json()["requests"] == 0
+
+
+def test_queued_rules_compose_each_matching_one_firing(recording_sandbox: Sandbox, scale: Scale) -> None:
+    recording_sandbox.inject(delay=0.01, count=2, api="scale")
+    recording_sandbox.inject(status=503, retry_after=7, count=1)
+    recording_sandbox.inject(status=429, retry_after_ms=5, count=2)  # its status loses to the 503 once
+    for expected in (errors.InternalServerError, errors.RateLimitError):
+        with pytest.raises(expected):
+            scale.complete(MODEL, "Alice", max_tokens=1)
+    assert scale.complete(MODEL, "Alice", max_tokens=1).text  # every rule used up: each fired each time
+    first, second, third = (exchange.fault for exchange in recording_sandbox.exchanges[-3:])
+    assert first == Fault(status=503, retry_after=7, delay=0.01)  # a status keeps its own headers
+    assert second == Fault(status=429, retry_after_ms=5, delay=0.01)
+    assert third is None
+    assert recording_sandbox.app.faults.rules() == []

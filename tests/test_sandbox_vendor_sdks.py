@@ -70,3 +70,18 @@ def test_gradientai_guidance_answers_one_of_the_choices(recording_sandbox: Sandb
             id=guided[0], x_gradient_workspace_id="ws", complete_model_body_params=body
         )
     assert result.generated_output in ("yes", "no")
+
+
+def test_the_vendors_placeholder_ids_are_served_with_any_model() -> None:
+    with Sandbox(any_model=True) as sb:
+        with SGPClient(api_key="k", account_id="a", base_url=sb.scale_base_url, max_retries=0) as client:
+            result = client.models.completions.create(
+                model_deployment_id="model_deployment_id", prompt="Alice", max_tokens=4
+            )
+        assert result.response_tokens == 4
+        with ApiClient(Configuration(host=sb.gradient_base_url, access_token="tok")) as api_client:
+            body = CompleteModelBodyParams(query="Alice", max_generated_token_count=4)
+            answer = ModelsApi(api_client).complete_model(
+                id="model_id", x_gradient_workspace_id="ws", complete_model_body_params=body
+            )
+        assert answer.generated_output.strip()

@@ -1,8 +1,17 @@
-"""``python -m wrapper``: see ``python -m wrapper --help``."""
+"""``python -m wrapper`` and the ``completion-clients`` console script: see ``--help``."""
 
-from wrapper._cli import main
+import os
+import sys
+
+from wrapper._cli import main as _main
 
 __all__ = ["main"]
 
+
+def main() -> int:
+    """The ``completion-clients`` console script: the command line under the name it was run by."""
+    return _main(prog=os.path.basename(sys.argv[0]))
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(_main(prog="python -m wrapper"))

@@ -1,6 +1,8 @@
 """``python -m wrapper``: ``complete`` one prompt, ``batch`` a JSONL file resumably, or run the ``sandbox``.
 
-Exit codes: 0 all done, 1 some prompt failed (or an API error), 2 a usage error.
+Exit codes: 0 all done, 1 some prompt failed (or an API error, or a batch stopped because its first
+answers all refused it), 2 a usage error, 130 interrupted. The ``completion-clients`` console script
+is the same command line under its own name.
 """
 
 from __future__ import annotations
@@ -8,6 +10,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -21,28 +25,33 @@ __all__ = ["main"]
 OK, FAILED, USAGE = 0, 1, 2
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return its exit code."""
+def main(argv: Sequence[str] | None = None, *, prog: str = "python -m wrapper") -> int:
+    """Run the command line (``prog`` is how it was invoked, for usage); return its exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["sandbox"]:  # all the rest is the sandbox's, --help included
         from wrapper.sandbox.__main__ import main as sandbox_main
 
         sandbox_main(argv[1:])
         return OK
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build_parser(prog).parse_args(argv)
+    usage: argparse.ArgumentParser = args.command_parser
+    if args.command == "batch" and _same_file(args.input, args.output):
+        usage.error(
+            f"-o/--output {args.output} is the input file {args.input} (the same file): "
+            "the results must go to another file"
+        )
     check = _param_checker(args.provider)
     params = flag_params(args)
     try:
         check(params)
         client = _client(args, asynchronous=args.command == "batch")
     except ValueError as exc:  # a parameter the client refuses, a missing credential
-        parser.error(str(exc))
+        usage.error(_missing_credential(args, exc) or str(exc))
     try:
         if args.command == "complete":
             with client:
                 return _complete(client, args, params)
-        return asyncio.run(_batch(client, args, params, check))
+        return asyncio.run(_batch(client, args, params, check, _command(prog, argv, args)))
     except KeyboardInterrupt:
         print(
             "interrupted" + (": run it again to resume" if args.command == "batch" else ""), file=sys.stderr
@@ -53,7 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return USAGE
 
 
-async def _batch(client: Any, args: argparse.Namespace, params: dict[str, Any], check: Any) -> int:
+async def _batch(
+    client: Any, args: argparse.Namespace, params: dict[str, Any], check: Any, command: str
+) -> int:
     async with client:
         return await run_batch(
             client,
@@ -67,7 +78,43 @@ async def _batch(client: Any, args: argparse.Namespace, params: dict[str, Any], 
             retry_failed=args.retry_failed,
             requests_per_minute=args.rpm,
             tokens_per_minute=args.tpm,
+            command=command,
         )
+
+
+def _same_file(input_path: str, output_path: str) -> bool:
+    """Whether the two paths are one file (a hard link, a symlink, another spelling), both existing."""
+    try:
+        return os.path.samestat(os.stat(input_path), os.stat(output_path))
+    except OSError:  # one is missing: the output will be created, a missing input reported later
+        return False
+
+
+def _missing_credential(args: argparse.Namespace, exc: ValueError) -> str | None:
+    """The client's error for a missing credential, as the command line gives one; None for another error."""
+    for flag, keyword, env in PROVIDERS[args.provider][0]:
+        if not getattr(args, keyword) and not os.environ.get(env) and env in str(exc):
+            return f"{args.provider} needs a credential: pass {flag} or set the {env} environment variable"
+    return None
+
+
+def _command(prog: str, argv: list[str], args: argparse.Namespace) -> str:
+    """This run's command line for the shell, each credential given as a flag shown as its variable."""
+    shown = {
+        value: f'"${env}"'
+        for _, keyword, env in PROVIDERS[args.provider][0]
+        if (value := getattr(args, keyword))
+    }
+    words = [prog]
+    for word in argv:
+        flag, equals, value = word.partition("=")
+        if word in shown:
+            words.append(shown[word])
+        elif equals and value in shown:
+            words.append(f"{shlex.quote(flag)}={shown[value]}")
+        else:
+            words.append(shlex.quote(word))
+    return " ".join(words)
 
 
 def _client(args: argparse.Namespace, *, asynchronous: bool) -> Any:

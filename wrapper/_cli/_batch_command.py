@@ -7,7 +7,7 @@ from collections.abc import Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
 from wrapper._batch import Job, acomplete_jobs
-from wrapper._cli._inputs import Id, Input, InputLineError, count_inputs, read_inputs
+from wrapper._cli._inputs import Id, Input, InputLineError, count_inputs, input_size, read_inputs
 from wrapper._cli._progress import progress
 from wrapper._cli._results import ResultFile
 
@@ -16,7 +16,13 @@ if TYPE_CHECKING:
     from wrapper._base import AsyncClient as Completer
     from wrapper._results import Completion
 
-__all__ = ["describe", "error_fields", "result_fields", "run_batch"]
+__all__ = ["REFUSALS_TO_STOP", "describe", "error_fields", "result_fields", "run_batch"]
+
+REFUSALS_TO_STOP = 5
+"""A batch whose first this many answers (or all of them, if fewer) are 401, 403 or 404 stops: a wrong
+credential or model would refuse every prompt. It sends no more prompts (those in flight are answered)
+and writes none of those refusals, so the same command, once the cause is fixed, sends them again."""
+_REFUSED = (401, 403, 404)
 
 
 def result_fields(completion: Completion) -> dict[str, Any]:
@@ -75,20 +81,26 @@ async def run_batch(
     requests_per_minute: float | None = None,
     tokens_per_minute: float | None = None,
     stderr: TextIO | None = None,
+    command: str | None = None,
 ) -> int:
     """Complete every input not yet in the output, appending a result line each; 1 if any failed, else 0.
 
     ``retry_failed`` first removes the output's error results, so that their inputs are sent again.
-    The per-minute limits pace the batch (``complete_many``'s); None is no limit.
+    The per-minute limits pace the batch (``complete_many``'s); None is no limit. ``command`` (the
+    command line of this run, secrets masked) is what the summary suggests re-running with
+    ``--retry-failed`` when some input failed.
     """
     stderr = stderr or sys.stderr
     counts = {"done": 0, "failed": 0, "skipped": 0, "failed before": 0}
     ids: dict[int, Id] = {}  # index -> id of the inputs in flight that have one
+    blanks: list[int] = []  # the indices of the blank lines
+    refused: list[tuple[int, Id | None, BaseException]] = []  # held back while every answer is a refusal
+    size = input_size(input_path)  # lines appended from now on are the next run's
     with ResultFile(output_path) as results:
         if retry_failed:
             dropped = results.drop_failures()
             print(f"{output_path}: {dropped} failed results removed, to be sent again", file=stderr)
-        bar = progress(stderr, show_progress, lambda: count_inputs(input_path, results.done))
+        bar = progress(stderr, show_progress, lambda: count_inputs(input_path, size, results.done))
 
         def skip(index: int, line_id: Id | None) -> bool:
             if not results.done(index, line_id):
@@ -107,40 +119,85 @@ async def run_batch(
             finish(index, line_id, error_fields(exc))
 
         inputs = read_inputs(
-            input_path, skip=skip, claim=results.claim, defaults=defaults, check=check, on_bad=bad
+            input_path,
+            size,
+            skip=skip,
+            claim=results.claim,
+            defaults=defaults,
+            check=check,
+            on_bad=bad,
+            on_blank=blanks.append,
         )
+        stopping = False  # the first answers all refused: send no more
         batch = acomplete_jobs(
             client,
             model,
-            _jobs(inputs, ids),
+            _jobs(inputs, ids, lambda: stopping),
             concurrency=concurrency,
             ordered=False,
             return_exceptions=True,
             requests_per_minute=requests_per_minute,
             tokens_per_minute=tokens_per_minute,
         )
+        answered = False  # whether any answer so far was not a refusal
         try:
             async for result in batch:
                 line_id = ids.pop(result.index, None)
-                if result.error is not None:
-                    finish(result.index, line_id, error_fields(result.error))
+                error = result.error
+                refusal = getattr(error, "status_code", None) in _REFUSED
+                if error is not None and refusal and (stopping or not answered):
+                    refused.append((result.index, line_id, error))
+                    stopping = stopping or (not answered and len(refused) == REFUSALS_TO_STOP)
+                    continue
+                answered = True
+                if not stopping:  # not a wrong credential or model after all
+                    for index, held_id, held in refused:
+                        finish(index, held_id, error_fields(held))
+                    refused.clear()
+                if error is not None:
+                    finish(result.index, line_id, error_fields(error))
                 elif result.completion is not None:
                     finish(result.index, line_id, result_fields(result.completion))
         finally:
             await batch.aclose()
             inputs.close()
             bar.close()
-    skipped = f"{counts['skipped']} skipped (already in {output_path}"
-    skipped += f", {counts['failed before']} of them failed)" if counts["failed before"] else ")"
-    print(f"{counts['done']} done, {counts['failed']} failed, {skipped}", file=stderr)
+    if refused:
+        which = f"the first {REFUSALS_TO_STOP} requests were" if stopping else "every request was"
+        print(f"stopped: {which} refused, the first with {describe(refused[0][2])}", file=stderr)
+        print("nothing was written for them: fix the credential or the model, then run it again", file=stderr)
+    print(_summary(counts, output_path, input_path, blanks), file=stderr)
     if batch.stats.requests:
         print(_throughput(batch.stats), file=stderr)
-    return 1 if counts["failed"] or counts["failed before"] else 0
+    failed = counts["failed"] + counts["failed before"]
+    if failed and not refused:
+        again = f"{command} --retry-failed" if command and not retry_failed else command
+        print(
+            f"to send the {failed} failed again: {again or 'the same command with --retry-failed'}",
+            file=stderr,
+        )
+    return 1 if failed or refused else 0
 
 
-def _jobs(inputs: Generator[Input, None, None], ids: dict[int, Id]) -> Generator[Job, None, None]:
-    """The inputs as the batch's jobs, noting in ``ids`` the id of each one sent that has one."""
-    for index, line_id, prompt, params in inputs:
+def _summary(counts: dict[str, int], output_path: str, input_path: str, blanks: list[int]) -> str:
+    """``N done, M failed, K skipped (already in OUTPUT[, F of them failed])[, B blank lines not sent]``."""
+    before = f", {counts['failed before']} of them failed" if counts["failed before"] else ""
+    summary = f"{counts['done']} done, {counts['failed']} failed, {counts['skipped']} skipped"
+    summary += f" (already in {output_path}{before})"
+    if len(blanks) == 1:
+        summary += f", 1 blank line not sent ({input_path}:{blanks[0] + 1})"
+    elif blanks:
+        summary += f", {len(blanks)} blank lines not sent (the first: {input_path}:{blanks[0] + 1})"
+    return summary
+
+
+def _jobs(
+    inputs: Generator[Input, None, None], ids: dict[int, Id], stopping: Callable[[], bool]
+) -> Generator[Job, None, None]:
+    """The inputs as the batch's jobs until ``stopping()``, noting in ``ids`` the id of each one sent
+    that has one."""
+    while not stopping() and (next_input := next(inputs, None)) is not None:
+        index, line_id, prompt, params = next_input
         if line_id is not None:
             ids[index] = line_id
         yield index, prompt, params

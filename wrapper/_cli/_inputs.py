@@ -1,19 +1,25 @@
 """The batch command's input: a JSONL file read lazily, one ``{"prompt": ..., "id": ..., params...}`` a line.
 
-An input is a non-blank line; its ``index`` is its 0-based position in the file. Its optional ``"id"``
-(a string or an integer) is what resume matches it by; a line with no id, or whose id is mistyped or
-already taken by an earlier line, is matched by its index instead. A line that can't be sent (not JSON,
-no prompt, a bad id, a parameter the client doesn't take) is handed to ``on_bad`` instead of stopping
-the run.
+An input is a non-blank line; its ``index`` is its 0-based position in the file (blank lines count as
+positions, and are reported, not sent). Its optional ``"id"`` (a string or an integer) is what resume
+matches it by; a line with no id, or whose id is mistyped or already taken by an earlier line, is
+matched by its index instead. A line that can't be sent (not JSON, no prompt, a bad id, a parameter the
+client doesn't take) is handed to ``on_bad`` instead of stopping the run.
+
+``input_size`` gives the size a regular file had when the run started; it is read no further, so lines
+appended meanwhile (by another program, or by a run writing its results into its own input) are left
+for the next run.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Callable, Generator, Iterator, Mapping
-from typing import Any
+from typing import Any, BinaryIO
 
-__all__ = ["Id", "Input", "InputLineError", "count_inputs", "read_inputs"]
+__all__ = ["Id", "Input", "InputLineError", "count_inputs", "input_size", "read_inputs"]
 
 Id = str | int
 """An input's own ``"id"``: compared as JSON values, so ``7`` and ``"7"`` are different ids."""
@@ -36,21 +42,31 @@ class InputLineError(ValueError):
     """An input line that can't become a request."""
 
 
+def input_size(path: str) -> int | None:
+    """The input's size now, to read no further; None when it is no regular file (a pipe: no size)."""
+    info = os.stat(path)
+    return info.st_size if stat.S_ISREG(info.st_mode) else None
+
+
 def read_inputs(
     path: str,
+    size: int | None,
     *,
     skip: Callable[[int, Id | None], bool],
     claim: Callable[[Id], bool],
     defaults: Mapping[str, Any],
     check: Callable[[dict[str, Any]], None],
     on_bad: Callable[[int, Id | None, InputLineError], None],
+    on_blank: Callable[[int], None] = lambda index: None,
 ) -> Generator[Input, None, None]:
-    """Yield each input not ``skip``-ped, its params over ``defaults`` and vetted by ``check``.
+    """Yield each input within the first ``size`` bytes (None: all) not ``skip``-ped, its params over
+    ``defaults`` and vetted by ``check``.
 
     ``claim(id)`` is asked once per id, in file order, for every line (skipped or not): False means an
     earlier line has that id, which makes this line an ``InputLineError`` matched by its index.
+    ``on_blank(index)`` hears of each blank line.
     """
-    for index, line_id, fields in _keyed(path, claim):
+    for index, line_id, fields in _keyed(path, size, claim, on_blank):
         if skip(index, line_id):
             continue
         try:
@@ -65,25 +81,29 @@ def read_inputs(
         yield index, line_id, prompt, params
 
 
-def count_inputs(path: str, skip: Callable[[int, Id | None], bool]) -> tuple[int, int]:
-    """How many inputs the file holds, and how many of them ``skip`` (one streaming pass).
+def count_inputs(path: str, size: int | None, skip: Callable[[int, Id | None], bool]) -> tuple[int, int]:
+    """How many inputs the file's first ``size`` bytes hold, and how many of them ``skip`` (one pass).
 
     Duplicate ids are not looked for here, so with duplicates the second number is an estimate.
     """
     total = skipped = 0
-    for index, line_id, _ in _keyed(path, claim=lambda _: True):
+    for index, line_id, _ in _keyed(path, size, claim=lambda _: True):
         total += 1
         skipped += skip(index, line_id)
     return total, skipped
 
 
 def _keyed(
-    path: str, claim: Callable[[Id], bool]
+    path: str,
+    size: int | None,
+    claim: Callable[[Id], bool],
+    on_blank: Callable[[int], None] = lambda index: None,
 ) -> Iterator[tuple[int, Id | None, dict[str, Any] | InputLineError]]:
     """Each input's index, its valid id (or None) and its other fields, or why it can't be read."""
     with open(path, "rb") as lines:
-        for index, line in enumerate(lines):
+        for index, line in enumerate(lines if size is None else _within(lines, size)):
             if not line.strip():
+                on_blank(index)
                 continue
             try:
                 fields = _object(line)
@@ -92,11 +112,20 @@ def _keyed(
                 yield index, None, exc
 
 
+def _within(file: BinaryIO, size: int) -> Iterator[bytes]:
+    """The lines of the file's first ``size`` bytes."""
+    while size > 0 and (line := file.readline(size)):
+        size -= len(line)
+        yield line
+
+
 def _object(line: bytes) -> dict[str, Any]:
     try:
-        fields = json.loads(line)
-    except ValueError as exc:
-        raise InputLineError(f"not JSON ({exc})") from None
+        fields = json.loads(line.decode("utf-8-sig"))  # a byte-order mark, if any, is not the line's
+    except UnicodeDecodeError as exc:
+        raise InputLineError(f"not UTF-8 text (byte {exc.start + 1} is not UTF-8)") from None
+    except json.JSONDecodeError as exc:  # the line is one line: its column is all there is to say
+        raise InputLineError(f"not JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(fields, dict):
         raise InputLineError(f"expected a JSON object, got {_JSON_TYPES[type(fields)]}")
     return fields

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import json
 import math
 from typing import Any
+
+from wrapper._cli._batch_command import REFUSALS_TO_STOP
 
 __all__ = ["PROVIDERS", "build_parser", "flag_params"]
 
@@ -27,18 +30,30 @@ PROVIDERS = {
 _BASE_URL_ENV = {"gradient": "GRADIENT_API_URL", "scale": "SGP_CLIENT_BASE_URL"}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "python -m wrapper") -> argparse.ArgumentParser:
+    """The command line's parser; each provider's subcommand parser is its namespace's ``command_parser``."""
     parser = argparse.ArgumentParser(
-        prog="python -m wrapper", description="Gradient and Scale GP completions from the shell."
+        prog=prog, description="Gradient and Scale GP completions from the shell."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     complete = commands.add_parser("complete", help="complete one prompt and print the text")
     batch = commands.add_parser("batch", help="complete every prompt of a JSONL file into another, resumably")
-    for command, add_own in ((complete, _complete_args), (batch, _batch_args)):
+    batch_description = (
+        "Complete every prompt of INPUT.jsonl into OUTPUT.jsonl; run the same command again to resume. "
+        f"If the first {REFUSALS_TO_STOP} answers are all refusals (401, 403 or 404: a wrong credential or "
+        "model), the batch stops without writing them, so that the same command sends them again once "
+        "the cause is fixed."
+    )
+    for command, add_own, description in (
+        (complete, _complete_args, None),
+        (batch, _batch_args, batch_description),
+    ):
         providers = command.add_subparsers(dest="provider", required=True, metavar="{gradient,scale}")
         for name in PROVIDERS:
-            sub = providers.add_parser(name, help=f"call {name}")
+            sub = providers.add_parser(name, help=f"call {name}", description=description)
+            sub.set_defaults(command_parser=sub)  # its usage, for the errors found after parsing
             sub.add_argument("model", help="the model (gradient) or model deployment (scale) id")
             add_own(sub)
             _client_args(sub, name)
@@ -49,6 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sandbox.add_argument("args", nargs=argparse.REMAINDER, help="passed on to the sandbox")
     return parser
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("completion-clients")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "(not installed)"
 
 
 def _complete_args(parser: argparse.ArgumentParser) -> None:
@@ -62,10 +84,15 @@ def _batch_args(parser: argparse.ArgumentParser) -> None:
         "input",
         metavar="INPUT.jsonl",
         help='one {"prompt": ..., "id": ..., params...} per line; "id" (a string or an integer, optional) is '
-        "copied to the result and resume matches by it; a line without one is matched by its position",
+        "copied to the result and resume matches by it; a line without one is matched by its position (and "
+        "keeps that result once given an id); read up to its size at start; blank lines are not sent",
     )
     parser.add_argument(
-        "-o", "--output", metavar="OUTPUT.jsonl", required=True, help="results; re-run to resume"
+        "-o",
+        "--output",
+        metavar="OUTPUT.jsonl",
+        required=True,
+        help="results (not the input file); re-run to resume",
     )
     parser.add_argument(
         "--concurrency", type=_positive, default=16, metavar="N", help="requests in flight at most (16)"

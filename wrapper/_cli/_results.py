@@ -3,6 +3,8 @@
 Each result is appended as one ``os.write`` of a complete line to an ``O_APPEND`` descriptor, so a
 kill (even SIGKILL) leaves at worst one partial last line. Opening the file again drops that partial
 line and notes which inputs are done: by ``"id"`` for results that have one, else by ``"index"``.
+A line with an id that no result has yet owns the id-less result at its index, if there is one: that
+is the result it got before it had a (valid) id, so giving a line an id never earns it a second one.
 Indices go in a bitmap (a bit per input, so kilobytes for hundreds of thousands); ids go in a dict
 (about 100 bytes per id, so ~100 MB for a million), which also remembers the ids the run's input
 has claimed, to find duplicates without a second table. An exclusive ``flock`` keeps a second run
@@ -62,11 +64,18 @@ class _Finished:
         if failed:
             self._failed.add(index)
 
-    def done(self, index: int, line_id: Id | None) -> bool:
+    def holds(self, index: int, line_id: Id | None) -> bool:
+        """Whether a result keyed exactly so (by this id, or by this index without an id) is here."""
         return bool(self._ids.get(line_id, 0) & _DONE) if line_id is not None else index in self._done
 
+    def done(self, index: int, line_id: Id | None) -> bool:
+        """Whether the line at ``index`` with ``line_id`` has a result: its id's, else its index's."""
+        return self.holds(index, line_id) or index in self._done
+
     def failed(self, index: int, line_id: Id | None) -> bool:
-        return bool(self._ids.get(line_id, 0) & _FAILED) if line_id is not None else index in self._failed
+        if line_id is not None and self.holds(index, line_id):
+            return bool(self._ids[line_id] & _FAILED)
+        return index in self._failed
 
     def claim(self, line_id: Id) -> bool:
         flags = self._ids.get(line_id, 0)
@@ -102,7 +111,8 @@ class ResultFile:
         os.ftruncate(self._fd, kept)
 
     def done(self, index: int, line_id: Id | None = None) -> bool:
-        """Whether the output already holds a result for the input with this id (None: this index)."""
+        """Whether the output already holds a result for the input with this id (None: none) at this
+        index: the id's result, or else the id-less one at that index."""
         return self._finished.done(index, line_id)
 
     def failed(self, index: int, line_id: Id | None = None) -> bool:
@@ -138,7 +148,7 @@ class ResultFile:
                     key = _parse(line)
                     if key is not None:
                         index, line_id, failed = key
-                        if failed or kept.done(index, line_id):
+                        if failed or kept.holds(index, line_id):
                             dropped += 1
                             continue
                         kept.add(index, line_id, failed)

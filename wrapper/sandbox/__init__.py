@@ -22,10 +22,15 @@ Request bodies are validated against the normalised specs (``generated/<api>/spe
 regenerated spec's fields and bounds apply at once. In pytest, the plugin ``wrapper.pytest_plugin``
 provides ``sandbox`` and client fixtures.
 
-Faults (``Sandbox.inject``, ``POST /_sandbox/faults``, or one request's ``x-sandbox-fault`` header):
-``status=429;retry-after=1``, ``retry-after-ms=250``, ``delay=2``, ``pace=0.1`` (between stream chunks),
-``cut=3`` (abort a stream after 3 chunks; a plain request is reset), ``reset``, ``malformed=json|shape``;
-selected by ``count=N`` (default 1), ``rate=0.2`` (seeded), ``api=gradient|scale``, ``model=ID``.
+Faults (``Sandbox.inject``, ``POST /_sandbox/faults``, ``--fault``, or one request's ``x-sandbox-fault``
+header): ``status=429;retry-after=1``, ``retry-after-ms=250``, ``delay=2``, ``pace=0.1`` (between stream
+chunks), ``cut=3`` (abort a stream after 3 chunks; a plain request is reset), ``reset``,
+``malformed=json|shape``; selected by ``count=N`` (default 1), ``rate=0.2`` (seeded),
+``api=gradient|scale``, ``model=ID``. Queued rules compose: each one matching a request fires on it (the
+first queued wins a key two of them set).
+Credentials: any is accepted but ``invalid`` (401), unless ``Sandbox(api_key=..., access_token=...)``
+(``--api-key``, ``--access-token``) names the only one each API takes. ``Sandbox(any_model=True)``
+(``--any-model``) serves an unknown model id with its API's first model instead of a 404.
 Rate limits (``Sandbox(rpm=60, tpm=10_000)``, ``--rpm``/``--tpm``) apply per credential (Scale's
 ``x-api-key``, Gradient's bearer token), paced per second as real services do: each credential's
 budget holds a second's share of the per-minute limit and refills continuously. A request costs the
@@ -39,8 +44,10 @@ The details, with each Gradient error's status: ``python -m wrapper.sandbox --he
 
 from __future__ import annotations
 
+import errno
 import socket
 import threading
+from collections.abc import Iterable
 from types import TracebackType
 from typing import Any, Self
 
@@ -48,7 +55,7 @@ import uvicorn
 
 from . import _catalog
 from ._app import DEFAULT_MAX_TOKENS, FAULT_HEADER, GRADIENT_STATUS, Exchange, SandboxApp, Stats
-from ._faults import Fault, make_rule, parse_rule
+from ._faults import Api, Fault, make_rule, parse_rule
 from ._faults import __doc__ as _FAULTS_DOC
 
 __all__ = ["HELP", "Exchange", "Fault", "Sandbox", "Stats", "serve"]
@@ -65,6 +72,9 @@ Gradient models (base URL http://HOST:PORT/api, header Authorization: Bearer <an
 {gradient}
 Scale deployments (base URL http://HOST:PORT, header x-api-key: <any>):
 {scale}
+With --any-model (Sandbox(any_model=True)), any other model id is served by its API's first model above.
+With --api-key KEY / --access-token TOKEN (Sandbox(api_key=..., access_token=...)), that is the only
+credential accepted; any other gets 401 saying the credential sent was refused.
 RAG collection (Gradient rag.collectionId): {_catalog.RAG_COLLECTION!r},
 {len(_catalog.RAG_DOCUMENTS)} documents about Alice; a query matches those sharing a word with it.
 
@@ -88,7 +98,8 @@ the API's error shape, with Retry-After (whole seconds, rounded up) and retry-af
 GET /_sandbox/stats counts these 429s as rate_limited.
 
 Fault injection: header `{FAULT_HEADER}: status=429;retry-after=1` (this request), POST /_sandbox/faults
-with JSON {{"status": 503, "count": 2, "api": "scale"}} (DELETE clears), or Sandbox.inject(...).
+with JSON {{"status": 503, "count": 2, "api": "scale"}} (DELETE clears), Sandbox.inject(...), or
+--fault 'status=503;count=2' (repeatable) at start.
 {faults}
 Sandbox routes: GET /_sandbox/models, GET|DELETE /_sandbox/stats, GET|POST|DELETE /_sandbox/faults.
 """
@@ -114,6 +125,23 @@ def _server(app: SandboxApp, host: str, port: int) -> uvicorn.Server:
     return server
 
 
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port``; ``OSError`` naming the address when it can't be bound."""
+    # proto=IPPROTO_TCP lets asyncio set TCP_NODELAY on the connections (else Nagle adds 40 ms a request)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+        listener.listen(2048)
+    except OSError as exc:
+        listener.close()
+        busy = " (the port is busy: another server listens on it; pick another port)"
+        why = busy if exc.errno == errno.EADDRINUSE else ""
+        raise OSError(exc.errno, f"cannot listen on {host}:{port}: {exc.strerror}{why}") from None
+    return listener
+
+
 def serve(
     host: str = "127.0.0.1",
     port: int = 3026,
@@ -121,17 +149,49 @@ def serve(
     *,
     rpm: float | None = None,
     tpm: float | None = None,
+    api_key: str | None = None,
+    access_token: str | None = None,
+    any_model: bool = False,
+    faults: Iterable[str] = (),
 ) -> None:
-    """Serve the sandbox in the foreground until interrupted (``rpm``/``tpm``: limits per credential)."""
-    _server(SandboxApp(seed, rpm=rpm, tpm=tpm), host, port).run()
+    """Serve the sandbox in the foreground until interrupted, printing where once the port is bound.
+
+    The options are ``Sandbox``'s; ``faults`` are rules (``"status=503;count=2"``) queued at start.
+    ``OSError`` (naming the address) when the port can't be bound.
+    """
+    app = _app(seed, rpm, tpm, api_key, access_token, any_model)
+    for rule in faults:
+        app.faults.add(parse_rule(rule))
+    with _listen(host, port) as listener:
+        url = "http://{}:{}".format(*listener.getsockname()[:2])
+        print(f"Sandbox: Gradient at {url}/api, Scale at {url}", flush=True)
+        _server(app, host, port).run(sockets=[listener])
+
+
+def _app(
+    seed: int | None,
+    rpm: float | None,
+    tpm: float | None,
+    api_key: str | None,
+    access_token: str | None,
+    any_model: bool,
+) -> SandboxApp:
+    credentials: dict[Api, str | None] = {"scale": api_key, "gradient": access_token}
+    for name, value in (("api_key", api_key), ("access_token", access_token)):
+        if value is not None and (not value or value.strip() != value):
+            raise ValueError(f"{name} must be a non-empty string without surrounding spaces, not {value!r}")
+    return SandboxApp(seed, rpm=rpm, tpm=tpm, credentials=credentials, any_model=any_model)
 
 
 class Sandbox:
     """The sandbox on a free port of 127.0.0.1, in a background thread: ``with Sandbox() as sb: ...``.
 
     ``rpm``/``tpm`` limit requests and tokens per minute for each credential (None: no limit); a request
-    over a limit is answered 429 with ``Retry-After`` and ``retry-after-ms``. ``record=True`` keeps every
-    exchange in ``exchanges``.
+    over a limit is answered 429 with ``Retry-After`` and ``retry-after-ms``. ``api_key`` (Scale) and
+    ``access_token`` (Gradient) make that the only credential accepted (None: any but ``invalid``);
+    ``any_model=True`` serves an unknown model id with the API's first model instead of a 404 (for
+    placeholder ids such as the vendors' SDK tests use). ``record=True`` keeps every exchange in
+    ``exchanges``.
     """
 
     def __init__(
@@ -143,8 +203,11 @@ class Sandbox:
         record: bool = False,
         rpm: float | None = None,
         tpm: float | None = None,
+        api_key: str | None = None,
+        access_token: str | None = None,
+        any_model: bool = False,
     ) -> None:
-        self.app = SandboxApp(seed, rpm=rpm, tpm=tpm)
+        self.app = _app(seed, rpm, tpm, api_key, access_token, any_model)
         if record:
             self.app.exchanges = []
         self._host, self._port = host, port
@@ -174,16 +237,7 @@ class Sandbox:
         """Bind the port and serve until ``stop``; returns once the server accepts connections."""
         if self._thread is not None:
             raise RuntimeError("the sandbox is already running")
-        # proto=IPPROTO_TCP lets asyncio set TCP_NODELAY on the connections (else Nagle adds 40 ms a request)
-        family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
-        self._socket = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        try:
-            self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            self._socket.bind((self._host, self._port))
-            self._socket.listen(2048)
-        except OSError:
-            self.stop()
-            raise
+        self._socket = _listen(self._host, self._port)
         self._server = _server(self.app, self._host, self._port)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._socket]}, name="wrapper-sandbox", daemon=True

@@ -5,7 +5,17 @@ from __future__ import annotations
 import argparse
 
 from . import HELP, serve
+from ._faults import parse_rule
 from ._limits import checked_limit
+
+
+def _fault(text: str) -> str:
+    """A ``--fault`` rule, checked now so that a typo is a usage error, not a crash at start."""
+    try:
+        parse_rule(text)
+    except (TypeError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
+    return text
 
 
 def _per_minute(text: str) -> float:
@@ -37,12 +47,46 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--tpm", type=_per_minute, metavar="N", help="tokens per minute per credential (default: no limit)"
     )
-    args = parser.parse_args(argv)
-    print(
-        f"Sandbox: Gradient at http://{args.host}:{args.port}/api, Scale at http://{args.host}:{args.port}",
-        flush=True,
+    parser.add_argument(
+        "--api-key",
+        metavar="KEY",
+        help="accept only this Scale x-api-key; others get 401 (default: any but 'invalid')",
     )
-    serve(args.host, args.port, args.seed, rpm=args.rpm, tpm=args.tpm)
+    parser.add_argument(
+        "--access-token",
+        metavar="TOKEN",
+        help="accept only this Gradient bearer token; others get 401 (default: any but 'invalid')",
+    )
+    parser.add_argument(
+        "--any-model",
+        action="store_true",
+        help="serve an unknown model id with its API's first model instead of a 404 (for placeholder ids)",
+    )
+    parser.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        type=_fault,
+        metavar="RULE",
+        help="queue a fault rule at start, e.g. 'status=503;count=2' (repeatable: the rules compose, below)",
+    )
+    args = parser.parse_args(argv)
+    try:
+        serve(
+            args.host,
+            args.port,
+            args.seed,
+            rpm=args.rpm,
+            tpm=args.tpm,
+            api_key=args.api_key,
+            access_token=args.access_token,
+            any_model=args.any_model,
+            faults=args.fault,
+        )
+    except ValueError as exc:  # a credential the sandbox can't compare
+        parser.error(str(exc))
+    except OSError as exc:  # the port is busy, or not ours to bind
+        parser.exit(1, f"{parser.prog}: error: {exc.strerror or exc}\n")
 
 
 if __name__ == "__main__":

@@ -125,8 +125,20 @@ class _Counter:
 class SandboxApp:
     """The ASGI app. ``connections`` lists the server's open connections, so faults can abort one."""
 
-    def __init__(self, seed: int | None = 0, *, rpm: float | None = None, tpm: float | None = None) -> None:
+    def __init__(
+        self,
+        seed: int | None = 0,
+        *,
+        rpm: float | None = None,
+        tpm: float | None = None,
+        credentials: dict[Api, str | None] | None = None,
+        any_model: bool = False,
+    ) -> None:
         self.seed = seed
+        self.credentials: dict[Api, str | None] = {"gradient": None, "scale": None, **(credentials or {})}
+        """The one credential each API accepts (None: any but ``invalid``)."""
+        self.any_model = any_model
+        """Whether an unknown model id is served by its API's first model instead of a 404."""
         self.rng = random.Random(seed)
         self.limits = RateLimits(rpm, tpm)
         self.faults = FaultPlan(seed)
@@ -135,11 +147,9 @@ class SandboxApp:
         self.exchanges: list[Exchange] | None = None  # a list records every vendor-route exchange
         self._request_ids = itertools.count(1)  # every API response's x-request-id: sandbox-1, sandbox-2, ...
         by_order = {order: LanguageModel.from_corpus(order) for order in (2, 3)}
-        self.models = {
-            (api, m.id): (m, by_order[m.order])
-            for api, models in (("gradient", _catalog.GRADIENT_MODELS), ("scale", _catalog.SCALE_MODELS))
-            for m in models
-        }
+        catalogs = (("gradient", _catalog.GRADIENT_MODELS), ("scale", _catalog.SCALE_MODELS))
+        self.models = {(api, m.id): (m, by_order[m.order]) for api, models in catalogs for m in models}
+        self._default_models = {api: self.models[api, models[0].id] for api, models in catalogs}
         self._app = Starlette(
             routes=[
                 Route("/api/models/{id:anything}/complete", self._gradient, methods=["POST"]),
@@ -258,6 +268,20 @@ class SandboxApp:
             return Response(body, media_type="application/json")
         return None
 
+    def _model(self, api: Api, model_id: str) -> tuple[_catalog.Model, LanguageModel] | None:
+        """The model serving ``model_id``: its own, else (``any_model``) the API's first one, else None."""
+        known = self.models.get((api, model_id))
+        return self._default_models[api] if known is None and self.any_model else known
+
+    def _refused(self, api: Api, sent: str, credential: str, how: str) -> str | None:
+        """Why a request with credential ``sent`` (empty: none) gets a 401, or None when it is accepted."""
+        if not sent:
+            return f"Not authenticated: send {how}"
+        accepted = self.credentials[api]
+        if sent == _catalog.REJECTED_CREDENTIAL if accepted is None else sent != accepted:
+            return f"Not authenticated: {credential} sent was refused"
+        return None
+
     def _admit(
         self, api: Api, credential: str, prompt: str, max_tokens: float | None
     ) -> Response | Callable[[int], None]:
@@ -296,8 +320,9 @@ class SandboxApp:
         if answer := await self._apply(request, fault, "gradient", stream=False):
             return answer
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or token.strip() in ("", _catalog.REJECTED_CREDENTIAL):
-            return _gradient_error("failed", "Unauthorized: send 'Authorization: Bearer <access token>'", 401)
+        token = token.strip() if scheme.lower() == "bearer" else ""
+        if refused := self._refused("gradient", token, "the access token", "'Authorization: Bearer <token>'"):
+            return _gradient_error("failed", refused, 401)
         if not request.headers.get("x-gradient-workspace-id"):
             return _gradient_error(
                 "queryOrPathParsingError",
@@ -314,7 +339,7 @@ class SandboxApp:
             body = request_body("gradient", await request.body())
         except Invalid as exc:
             return _gradient_error("bodyParsingError", "Invalid request body", issues=exc.errors)
-        settle = self._admit("gradient", token.strip(), body["query"], body.get("maxGeneratedTokenCount"))
+        settle = self._admit("gradient", token, body["query"], body.get("maxGeneratedTokenCount"))
         if isinstance(settle, Response):
             return settle
         return self._gradient_complete(model_id, body, settle)
@@ -322,7 +347,7 @@ class SandboxApp:
     def _gradient_complete(
         self, model_id: str, body: dict[str, Any], settle: Callable[[int], None]
     ) -> Response:
-        known = self.models.get(("gradient", model_id))
+        known = self._model("gradient", model_id)
         if known is None:
             kind = "unknownModelAdapter" if model_id.endswith(_catalog.ADAPTER_SUFFIX) else "unknownBaseModel"
             return _gradient_error(kind, f"Model {model_id!r} does not exist")
@@ -392,8 +417,8 @@ class SandboxApp:
         if answer := await self._apply(request, fault, "scale", stream):
             return answer
         credential = request.headers.get("x-api-key", "")
-        if credential in ("", _catalog.REJECTED_CREDENTIAL):
-            return JSONResponse({"detail": "Not authenticated: send the x-api-key header"}, status_code=401)
+        if refused := self._refused("scale", credential, "the API key", "the x-api-key header"):
+            return JSONResponse({"detail": refused}, status_code=401)
         try:
             body = request_body("scale", raw)
         except Invalid as exc:
@@ -401,7 +426,7 @@ class SandboxApp:
         settle = self._admit("scale", credential, body["prompt"], body.get("max_tokens"))
         if isinstance(settle, Response):
             return settle
-        known = self.models.get(("scale", model_id))
+        known = self._model("scale", model_id)
         if known is None:
             return JSONResponse({"detail": f"Model deployment {model_id!r} not found"}, status_code=404)
         model, lm = known

@@ -13,6 +13,12 @@ keyword arguments (``Sandbox.inject``, ``POST /_sandbox/faults`` JSON). Keys:
 - ``count=N`` (default 1), ``rate=P`` (each matching request is hit with probability P, drawn from the
   sandbox's seeded generator; with ``rate`` and no ``count`` the rule never runs out),
   ``api=gradient|scale`` and ``model=ID`` select the requests a rule applies to.
+
+Queued rules compose: every rule that matches a request (and wins its draw) fires on it and uses one
+of its ``count``, so ``delay=1`` and ``status=503`` queued together give a slow 503. Where two of them
+set the same key, the rule queued first gives its value (a status and its ``retry-after`` and
+``retry-after-ms`` count as one key). A request's ``x-sandbox-fault`` header is that request's whole
+fault: the queued rules are left for the next requests.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from __future__ import annotations
 import math
 import random
 import threading
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 Api = Literal["gradient", "scale"]
@@ -125,10 +131,10 @@ def parse_rule(spec: str) -> Rule:
 
 
 class FaultPlan:
-    """The queued rules; ``take`` picks the fault (if any) for one request. Safe to use from any thread.
+    """The queued rules; ``take`` makes the fault (if any) of one request. Safe to use from any thread.
 
-    Rules are tried in order: the first that matches the request's api and model and, with a ``rate``,
-    wins its draw, applies. So rules with rates are drawn independently of each other.
+    Every rule that matches the request's api and model and, with a ``rate``, wins its draw (each rule
+    draws on its own) fires; their faults are merged, the earlier rule's value winning a shared key.
     """
 
     def __init__(self, seed: int | None) -> None:
@@ -152,18 +158,37 @@ class FaultPlan:
             return list(self._rules)
 
     def take(self, api: Api, model: str) -> Fault | None:
-        """The fault for the next request to ``api``/``model``, consuming one use of its rule."""
+        """The fault for the next request to ``api``/``model``, consuming one use of each rule that fires."""
         if not self._rules:
             return None
+        fired: list[Fault] = []
         with self._lock:
-            for rule in self._rules:
+            for rule in list(self._rules):
                 if (rule.api or api) != api or (rule.model or model) != model:
                     continue
                 if rule.rate < 1.0 and self._rng.random() >= rule.rate:
-                    continue  # this rule spared the request: the next one may still hit it
+                    continue  # this rule spared the request
+                fired.append(rule.fault)
                 if rule.count is not None:
                     rule.count -= 1
                     if rule.count <= 0:
                         self._rules.remove(rule)
-                return rule.fault
+        return _merged(fired)
+
+
+_MERGED_AS_ONE = (("status", "retry_after", "retry_after_ms"),)  # a status comes with its own headers
+_MERGE_GROUPS = (*_MERGED_AS_ONE, *((name,) for name in _FAULT_KEYS - set().union(*_MERGED_AS_ONE)))
+
+
+def _merged(faults: list[Fault]) -> Fault | None:
+    """One fault doing what each of ``faults`` does; for a key several set, the first one's value
+    (a status and its Retry-After headers go together)."""
+    if not faults:
         return None
+    unset = Fault()
+    merged: dict[str, Any] = {}
+    for group in _MERGE_GROUPS:
+        given = (fault for fault in faults if any(getattr(fault, k) != getattr(unset, k) for k in group))
+        if (first := next(given, None)) is not None:
+            merged.update((k, getattr(first, k)) for k in group)
+    return replace(unset, **merged)

@@ -1,0 +1,195 @@
+"""``python -m wrapper batch``'s files: an output that is the input is refused, the input is read up to
+its size at start, blank lines are reported, and fixing a line never leaves it two results."""
+
+# ruff: noqa: F811  (the shared fixtures are imported, then named as parameters)
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sandbox_fixtures import _no_faults_left, counted_sandbox, recording_sandbox  # noqa: F401
+
+from wrapper._cli import _batch_command, main
+from wrapper._cli._results import ResultFile
+from wrapper.sandbox import Sandbox
+
+MODEL = "llama-3-8b-instruct"
+
+
+def _flags(sandbox: Sandbox) -> list[str]:
+    return ["--base-url", sandbox.scale_base_url, "--api-key", "k", "--account-id", "a"]
+
+
+def _results(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _prompts(n: int) -> str:
+    return "".join(json.dumps({"prompt": f"Alice number {i}", "max_tokens": 1}) + "\n" for i in range(n))
+
+
+@pytest.mark.parametrize("spelling", ["same", "dot-slash", "hard link", "symlink"])
+def test_an_output_that_is_the_input_is_a_usage_error_naming_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], spelling: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    inputs = Path("two.jsonl")
+    inputs.write_text(_prompts(2))
+    output = {
+        "same": "two.jsonl",
+        "dot-slash": "./two.jsonl",
+        "hard link": "link.jsonl",
+        "symlink": "sym.jsonl",
+    }
+    if spelling == "hard link":
+        os.link(inputs, "link.jsonl")
+    elif spelling == "symlink":
+        os.symlink(inputs, "sym.jsonl")
+    before = inputs.read_bytes()
+    with pytest.raises(SystemExit) as exited:
+        main(["batch", "scale", MODEL, "two.jsonl", "-o", output[spelling], "--api-key", "k"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: python -m wrapper batch scale ")  # the subcommand's usage
+    assert f"-o/--output {output[spelling]} is the input file two.jsonl (the same file)" in err
+    assert inputs.read_bytes() == before  # never opened for writing
+
+
+@pytest.mark.timeout(60)
+def test_lines_appended_to_the_input_during_a_run_are_not_read(
+    counted_sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    inputs.write_text(_prompts(300))  # more than a read buffer: the reader is still reading when results come
+    appended = 0
+
+    class Feeding(ResultFile):
+        """Each result also appended to the input, as a run writing into its own input did: endless."""
+
+        def write(self, result: dict[str, Any]) -> None:
+            nonlocal appended
+            super().write(result)
+            if appended < 1000:  # bounded, so that the run ends even if it reads them
+                appended += 1
+                with inputs.open("a") as f:
+                    f.write(json.dumps({"prompt": f"appended {appended}", "max_tokens": 1}) + "\n")
+
+    monkeypatch.setattr(_batch_command, "ResultFile", Feeding)
+    command = ["batch", "scale", MODEL, str(inputs), "-o", str(output), "--concurrency", "2"]
+    assert main([*command, *_flags(counted_sandbox)]) == 0
+    assert appended == 300  # one per result: the run met the appended lines while reading
+    assert sorted(r["index"] for r in _results(output)) == list(range(300))  # one record per line it had
+    assert counted_sandbox.stats().requests == 300
+
+
+def test_blank_lines_are_counted_in_the_summary(
+    counted_sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    lines = _prompts(3).splitlines()
+    inputs.write_text(f"{lines[0]}\n\n{lines[1]}\n   \n\n{lines[2]}\n")
+    command = ["batch", "scale", MODEL, str(inputs), "-o", str(output), *_flags(counted_sandbox)]
+    assert main(command) == 0  # a blank line is no failure
+    summary = capsys.readouterr().err.splitlines()[0]
+    blanks = f"3 blank lines not sent (the first: {inputs}:2)"
+    assert summary == f"3 done, 0 failed, 0 skipped (already in {output}), {blanks}"
+    assert sorted(r["index"] for r in _results(output)) == [0, 2, 5]
+    inputs.write_text(f"{lines[0]}\n\n{lines[1]}\n")
+    assert main(command) == 0
+    assert capsys.readouterr().err.splitlines()[0].endswith(f", 1 blank line not sent ({inputs}:2)")
+
+
+def test_a_json_error_names_the_column_next_to_the_files_line(
+    counted_sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    inputs.write_bytes(b'{"prompt": "Alice"}\n{"prompt": "a" "b"}\n{"prompt": "caf\xe9"}\n')
+    assert main(["batch", "scale", MODEL, str(inputs), "-o", str(output), *_flags(counted_sandbox)]) == 1
+    err = capsys.readouterr().err
+    assert f"{inputs}:2: not JSON (Expecting ',' delimiter at column 16)\n" in err
+    assert f"{inputs}:3: not UTF-8 text (byte 16 is not UTF-8)\n" in err
+    assert "line 1" not in err
+    results = {r["index"]: r for r in _results(output)}
+    assert results[1]["error"]["message"] == "not JSON (Expecting ',' delimiter at column 16)"
+
+
+_FIXES = {  # a bad line, and the same line fixed by giving it an id
+    "not JSON": ('{"prompt": "Alice Alice" oops}', {"id": "fixed", "prompt": "Alice Alice"}),
+    "no prompt": ('{"text": "Alice Alice"}', {"id": "fixed", "prompt": "Alice Alice"}),
+    "a bad id": ('{"id": 1.5, "prompt": "Alice Alice"}', {"id": 15, "prompt": "Alice Alice"}),
+    "a duplicate id": ('{"id": "first", "prompt": "Alice Alice"}', {"id": "second", "prompt": "Alice Alice"}),
+}
+
+
+@pytest.mark.parametrize("bad", list(_FIXES))
+@pytest.mark.parametrize("retry_failed", [False, True], ids=["plain resume", "--retry-failed"])
+def test_a_bad_line_fixed_with_an_id_never_has_two_results(
+    counted_sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: str, retry_failed: bool
+) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    first = json.dumps({"id": "first", "prompt": "Alice", "max_tokens": 1})
+    last = json.dumps({"prompt": "The Rabbit", "max_tokens": 1})
+    broken, fixed = _FIXES[bad]
+    inputs.write_text(f"{first}\n{broken}\n{last}\n")
+    command = ["batch", "scale", MODEL, str(inputs), "-o", str(output), *_flags(counted_sandbox)]
+    assert main(command) == 1
+    assert [("error" in r, r.get("id")) for r in _results(output) if r["index"] == 1] == [(True, None)]
+
+    inputs.write_text(f"{first}\n{json.dumps({**fixed, 'max_tokens': 1})}\n{last}\n")
+    counted_sandbox.reset_stats()
+    capsys.readouterr()
+    code = main([*command, "--retry-failed"] if retry_failed else command)
+    err = capsys.readouterr().err
+    results = _results(output)
+    assert sorted(r["index"] for r in results) == [0, 1, 2]  # one record per input line
+    [line] = [r for r in results if r["index"] == 1]
+    if retry_failed:  # the old error is dropped and the fixed line sent: its result has its id
+        assert code == 0
+        assert (line.get("id"), line["prompt_tokens"]) == (fixed["id"], 2)
+        assert counted_sandbox.stats().requests == 1
+    else:  # the fixed line owns the error it had before: failed, as any failure on a plain re-run
+        assert code == 1
+        assert "error" in line
+        assert "0 done, 0 failed, 3 skipped" in err
+        assert counted_sandbox.stats().requests == 0
+        assert main([*command, "--retry-failed"]) == 0  # and --retry-failed agrees on whose error it is
+        again = _results(output)
+        assert sorted(r["index"] for r in again) == [0, 1, 2]
+        assert [r.get("id") for r in again if r["index"] == 1] == [fixed["id"]]
+
+
+def test_giving_ids_to_lines_already_done_by_position_sends_nothing_again(
+    counted_sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    prompts = [json.loads(line) for line in _prompts(4).splitlines()]
+    inputs.write_text("".join(json.dumps(p) + "\n" for p in prompts))
+    command = ["batch", "scale", MODEL, str(inputs), "-o", str(output), *_flags(counted_sandbox)]
+    assert main(command) == 0
+    inputs.write_text("".join(json.dumps({"id": f"q{i}", **p}) + "\n" for i, p in enumerate(prompts)))
+    counted_sandbox.reset_stats()
+    capsys.readouterr()
+    assert main(command) == 0
+    assert "0 done, 0 failed, 4 skipped" in capsys.readouterr().err
+    assert counted_sandbox.stats().requests == 0
+    assert sorted(r["index"] for r in _results(output)) == [0, 1, 2, 3]
+
+
+@pytest.mark.timeout(60)
+def test_a_pipe_as_input_is_read_to_its_end(counted_sandbox: Sandbox, tmp_path: Path) -> None:
+    fifo, output = tmp_path / "prompts.fifo", tmp_path / "out.jsonl"
+    os.mkfifo(fifo)  # no size to stop at: a pipe is read until its writer closes it
+    writer = threading.Thread(target=fifo.write_text, args=(_prompts(5),))
+    writer.start()
+    try:
+        assert main(["batch", "scale", MODEL, str(fifo), "-o", str(output), *_flags(counted_sandbox)]) == 0
+    finally:
+        if writer.is_alive():  # the run never opened the pipe: let the writer's open return
+            os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+        writer.join()
+    assert sorted(r["index"] for r in _results(output)) == list(range(5))
