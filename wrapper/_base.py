@@ -31,11 +31,11 @@ from collections.abc import (
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, TypeVar
 
 import httpx
+from generated.exceptions import APIError, APIStatusError
 
 from . import _retry, _telemetry
 from ._checkout import CheckoutTransport
 from ._errors_map import Malformed, connection_error, invalid, is_transport_failure
-from ._exceptions import APIError, APIStatusError
 from ._network import (
     checked_headers,
     checked_limits,

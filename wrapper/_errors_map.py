@@ -7,8 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import httpx
-
-from ._exceptions import (
+from generated.exceptions import (
     APIConnectionError,
     APIResponseValidationError,
     APIStatusError,
