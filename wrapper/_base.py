@@ -31,6 +31,7 @@ from collections.abc import (
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, TypeVar
 
 import httpx
+
 from generated.exceptions import APIError, APIStatusError
 
 from . import _retry, _telemetry

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import httpx
+
 from generated.exceptions import (
     APIConnectionError,
     APIResponseValidationError,

@@ -13,9 +13,8 @@ is generated into ``generated/gradient/exceptions.py``. Every class here reports
 own, so tracebacks, ``repr`` and pickles name ``wrapper.errors``.
 """
 
-from generated.exceptions import *  # noqa: F403
-
 from generated import exceptions as _tree
+from generated.exceptions import *  # noqa: F403
 from generated.gradient import exceptions as _gradient
 from generated.gradient.exceptions import *  # noqa: F403
 
