@@ -27,10 +27,11 @@ regen: install  ## regenerate generated/ from specs/ and print what changed in t
 check-regen: install  ## fail if generated/ differs from what specs/ produce
 	$(BIN)/python scripts/regen.py --check
 
-lint: install  ## ruff (lint and format) and mypy --strict on the hand-written code
+lint: install  ## ruff (lint and format) and mypy --strict on the hand-written code (wrapper/, scripts/templates/)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy --strict wrapper
+	$(BIN)/mypy --strict scripts/templates
 
 test: check-regen lint node_modules/.installed  ## everything CI runs
 	$(BIN)/python -m pytest -q

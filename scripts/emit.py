@@ -9,6 +9,7 @@ resolved, ``exclusiveMinimum``/``exclusiveMaximum`` as numbers (3.1), nullable f
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import Any
 
 from normalize import HTTP_METHODS, REF_PREFIX, pascal_case, snake_case, variant_tag
@@ -172,9 +173,51 @@ def _non_null(spec: dict[str, Any], schema: dict[str, Any]) -> Any:
 # --- params.py -------------------------------------------------------------------------------------
 
 
+def _escaped(text: str) -> str:
+    """``text`` as it can stand between triple quotes."""
+    return text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+
+
 def _docstring(text: str) -> str:
-    text = text.strip().replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    text = _escaped(text.strip())
     return f'"""{text}{" " if text.endswith(chr(34)) else ""}"""'
+
+
+def _bounds(schema: dict[str, Any], name: str) -> list[str]:
+    """The rules a constraint schema states, in words: ``0 <= temperature <= 2``, ``at most 4 items``."""
+    low = "".join(
+        f"{schema[k]} {op} " for k, op in (("minimum", "<="), ("exclusiveMinimum", "<")) if k in schema
+    )
+    high = "".join(
+        f" {op} {schema[k]}" for k, op in (("maximum", "<="), ("exclusiveMaximum", "<")) if k in schema
+    )
+    words = [f"{low}{name}{high}"] if low or high else []
+    for unit, least, most in (("character", "minLength", "maxLength"), ("item", "minItems", "maxItems")):
+        if least in schema and most in schema:
+            words.append(f"{schema[least]} to {schema[most]} {unit}s")
+        elif least in schema or most in schema:
+            count = schema.get(least, schema.get(most))
+            words.append(f"{'at least' if least in schema else 'at most'} {count} {unit}{'s' * (count != 1)}")
+    if "pattern" in schema:
+        words.append(f"matching ``{schema['pattern']}``")
+    if isinstance(schema.get("items"), dict) and (each := _bounds(schema["items"], "item")):
+        words.append("each " + ", ".join(each))
+    return words
+
+
+def _keyword_doc(keyword: str, kind: str, schema: dict[str, Any], description: str) -> list[str]:
+    """A keyword's entry in the params class docstring: ``name (type):``, then its bounds and description."""
+    rules = ", ".join(_bounds(schema, keyword))
+    rules = f"{rules[:1].upper()}{rules[1:]}." if rules else ""
+    text = " ".join(part for part in (rules, description.strip()) if part)
+    indent = " " * 12
+    lines = [f"        {keyword} ({kind}):"]
+    for line in text.splitlines():
+        if line.startswith("|"):  # a Markdown table row: wrapping would break it
+            lines.append(indent + line)
+        else:
+            lines += textwrap.wrap(line, width=104, initial_indent=indent, subsequent_indent=indent)
+    return [_escaped(line) for line in lines]
 
 
 def _py_type(schema: dict[str, Any], hint: str, classes: list[str]) -> str:
@@ -213,8 +256,10 @@ def params_module(api_name: str, spec_file: str, spec: dict[str, Any], api: Api)
     prompt, keyword_data = keywords(spec, api)
     classes: list[str] = []
     fields = []
+    entries = []
     for keyword, data in keyword_data.items():
         kind = _py_type({**data["schema"], "nullable": False}, pascal_case(keyword), classes)
+        entries += _keyword_doc(keyword, kind, data["schema"], data["description"])
         fields.append(f"    {keyword}: {kind} | None")
         if data["description"]:
             fields.append(f"    {_docstring(data['description'])}")
@@ -225,9 +270,17 @@ def params_module(api_name: str, spec_file: str, spec: dict[str, Any], api: Api)
         f"{HEADER.format(spec=spec_file)}\n"
         '"""'
     )
-    params_doc = (
-        f'    """The optional fields of ``{body_name}``\'s request body, as snake_case keyword arguments.\n\n'
-        '    ``None`` means "not given": only the fields given are sent.\n    """'
+    params_doc = "\n".join(
+        [
+            f'    """The optional fields of ``{body_name}``\'s request body,'
+            " as snake_case keyword arguments.",
+            "",
+            '    ``None`` means "not given": only the fields given are sent.',
+            "",
+            "    Keyword arguments:",
+            *entries,
+            '    """',
+        ]
     )
     for data in keyword_data.values():
         data.pop("description")
@@ -295,8 +348,8 @@ def exceptions_module(spec_file: str, spec: dict[str, Any], api: Api, hand_writt
         f'"""One ``{api.error_base}`` subclass per ``type`` of the typed error bodies, and the tag table.',
         "",
         HEADER.format(spec=spec_file),
-        "The one generated module that imports the wrapper: its classes subclass the hand-written bases",
-        "in ``wrapper._exceptions``. ``wrapper.errors`` re-exports them.",
+        "Its classes subclass the hand-written bases in ``generated/exceptions.py`` (copied from",
+        "scripts/templates/exceptions.py); ``wrapper.errors`` re-exports both.",
         '"""',
         "",
         "from __future__ import annotations",
@@ -304,8 +357,7 @@ def exceptions_module(spec_file: str, spec: dict[str, Any], api: Api, hand_writt
         "from collections.abc import Callable, Mapping",
         "from typing import Any",
         "",
-        f"from wrapper._exceptions import {', '.join(imported)}",
-        "",
+        f"from ..exceptions import {', '.join(imported)}",
         "from . import models",
         "",
         f"__all__ = [{', '.join(repr(v[2]) for v in sorted(generated, key=lambda v: v[2]))}]",

@@ -35,7 +35,7 @@ class Api:
     hidden: tuple[str, ...] = ()  # body fields the client sets itself, not offered as keywords
     reshapes: dict[str, Reshape] = field(default_factory=dict)  # keyword -> how it is sent
     # Tagged error bodies (Gradient): the hand-written root, class names that are not <Tag>Error,
-    # and parents other than the root (tag -> class name in wrapper._exceptions).
+    # and parents other than the root (tag -> class name in scripts/templates/exceptions.py).
     error_base: str | None = None
     error_names: dict[str, str] = field(default_factory=dict)
     error_parents: dict[str, str] = field(default_factory=dict)

@@ -3,7 +3,8 @@
 Besides the generator's package, each ``generated/<api>/`` gets ``spec.json`` (the normalised
 spec), ``params.py`` (the keyword TypedDict and its rules) and, for an API with tagged error
 bodies, ``exceptions.py``: what the wrapper restates from the spec (``scripts/emit.py``, shaped by
-``scripts/overrides.py``).
+``scripts/overrides.py``). ``generated/exceptions.py`` is a copy of the hand-written exception tree
+in ``scripts/templates/exceptions.py``, whose classes the generated ones subclass.
 
     python scripts/regen.py            write generated/, print what changed in the public surface
     python scripts/regen.py --check    exit 1 if generated/ differs from what specs/ produce
@@ -35,8 +36,18 @@ from surface import diff_surfaces, read_surface
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = {"gradient": ROOT / "specs" / "gradient.json", "scale": ROOT / "specs" / "scale.yaml"}
 CONFIG = ROOT / "scripts" / "generator.yaml"
-EXCEPTIONS = ROOT / "wrapper" / "_exceptions.py"  # the hand-written classes generated ones subclass
+# The hand-written exception tree that the generated classes subclass, copied to generated/exceptions.py.
+TEMPLATE = ROOT / "scripts" / "templates" / "exceptions.py"
 PACKAGE_INIT = '"""Low-level clients generated from specs/ by `make regen`; never edited by hand."""\n'
+COPY_HEADER = (
+    "# Copied from scripts/templates/exceptions.py by `make regen`: edit the template, not this copy.\n"
+)
+
+
+def package_files() -> dict[str, str]:
+    """The files at the top of ``generated/``, by name: the package's own and the exception tree."""
+    tree = COPY_HEADER + TEMPLATE.read_text(encoding="utf-8")
+    return {"__init__.py": PACKAGE_INIT, "py.typed": "", "exceptions.py": tree}
 
 
 def load_spec(path: Path) -> dict[str, object]:
@@ -80,7 +91,7 @@ def write_wrapper_data(name: str, spec_path: Path, doc: dict[str, Any], out: Pat
     (out / "spec.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     (out / "params.py").write_text(params_module(name, spec_file, doc, api), encoding="utf-8")
     if api.error_base:
-        tree = ast.parse(EXCEPTIONS.read_text(encoding="utf-8"))
+        tree = ast.parse(TEMPLATE.read_text(encoding="utf-8"))
         hand_written = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
         source = exceptions_module(spec_file, doc, api, hand_written)
         (out / "exceptions.py").write_text(source, encoding="utf-8")
@@ -127,9 +138,12 @@ def main() -> int:
                 print(f"  {line}")
             shutil.rmtree(target, ignore_errors=True)
             shutil.copytree(new, target)
-        if not args.check:
-            (args.out / "__init__.py").write_text(PACKAGE_INIT, encoding="utf-8")
-            (args.out / "py.typed").write_text("", encoding="utf-8")
+        for file, text in package_files().items():
+            path = args.out / file
+            if not args.check:
+                path.write_text(text, encoding="utf-8")
+            elif not path.is_file() or path.read_text(encoding="utf-8") != text:
+                stale.append(f"generated/{file}")
     if stale:
         print("generated/ differs from what specs/ produce (run `make regen`):", *stale, sep="\n  ")
         return 1

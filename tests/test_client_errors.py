@@ -21,7 +21,8 @@ from helpers import (
 )
 from overrides import APIS
 
-from wrapper import _exceptions, errors
+from generated import exceptions as tree
+from wrapper import errors
 from wrapper.errors import (
     APIConnectionError,
     APIError,
@@ -90,7 +91,7 @@ def test_each_error_type_has_its_class_under_the_parent_the_override_table_names
         (p for pattern, p in choices.error_parent_patterns if re.search(pattern, tag)), "GradientError"
     )
     cls = getattr(errors, error_class_name(tag))
-    assert cls.__bases__ == (getattr(_exceptions, parent),)
+    assert cls.__bases__ == (getattr(tree, parent),)
     assert cls.__name__ in errors.__all__
 
 

@@ -94,13 +94,35 @@ def test_check_fails_when_generated_differs_and_passes_after_regen(tree: Path) -
     assert regen("--check", "--out", str(tree)).returncode == 0
     model = tree / "gradient" / "models" / "complete_model_success.py"
     model.write_text(model.read_text() + "# edited by hand\n")
+    copied = tree / "exceptions.py"  # the copy of scripts/templates/exceptions.py
+    copied.write_text(copied.read_text() + "# edited by hand\n")
 
     result = regen("--check", "--out", str(tree))
 
     assert result.returncode == 1
     assert "generated/gradient/models/complete_model_success.py" in result.stdout
+    assert "generated/exceptions.py" in result.stdout
     assert regen("--out", str(tree)).returncode == 0
     assert regen("--check", "--out", str(tree)).returncode == 0
+
+
+def test_the_pipeline_and_the_generated_code_need_nothing_from_the_wrapper(tmp_path: Path) -> None:
+    """Data flows one way: specs/ -> scripts/ -> generated/, in a copy of the project without wrapper/."""
+    for part in ("scripts", "specs", "generated"):
+        shutil.copytree(ROOT / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__", "bench"))
+    check = [sys.executable, str(tmp_path / "scripts" / "regen.py"), "--check"]
+    result = subprocess.run(check, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+    probe = (
+        "import sys, generated.exceptions, generated.gradient.exceptions, generated.scale.params\n"
+        "print(generated.exceptions.__file__)\n"
+        "print(sorted(name for name in sys.modules if name.partition('.')[0] == 'wrapper'))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.splitlines() == [str(tmp_path / "generated" / "exceptions.py"), "[]"]
 
 
 def test_a_generator_warning_fails_the_run(tmp_path: Path) -> None:

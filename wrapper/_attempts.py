@@ -14,8 +14,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
+from generated.exceptions import APIError, APITimeoutError
+
 from . import _retry
-from ._exceptions import APIError, APITimeoutError
 
 if TYPE_CHECKING:
     from ._options import Options

@@ -34,10 +34,11 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, Type
 
 import httpx
 
+from generated.exceptions import APIStatusError, APITimeoutError
+
 from . import _attempts, _telemetry
 from ._checkout import CheckoutTransport
 from ._errors_map import Malformed, connection_error, invalid, is_transport_failure
-from ._exceptions import APIStatusError, APITimeoutError
 from ._network import (
     checked_headers,
     checked_limits,

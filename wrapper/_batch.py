@@ -30,9 +30,10 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 import attrs
 import httpx
 
+from generated.exceptions import APIError, APIStatusError, RateLimitError
+
 from ._attempts import Attempts
 from ._batch_stats import BatchStats, Tally
-from ._exceptions import APIError, APIStatusError, RateLimitError
 from ._pacing import Limiter, Pacer, estimate_tokens
 from ._results import Completion
 from ._retry import retry_or_raise, waited

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from ._exceptions import (
+from generated.exceptions import (
     APIConnectionError,
     APIResponseValidationError,
     APIStatusError,

@@ -13,9 +13,9 @@ from generated.gradient.models import CompleteModelBodyParams, CompleteModelSucc
 from generated.gradient.params import KEYWORDS, PROMPT
 
 from ._errors_map import Malformed, body_of, parse_model, status_error
-from ._exceptions import APIStatusError, GradientError
 from ._results import Completion, ResponseHeaders
 from ._validate import WireBody, body_fields, check_params, path_segment, prompt_rule, rules
+from .errors import APIStatusError, GradientError
 
 # The constraints the spec states for each keyword argument (generated/gradient/params.py).
 RULES = rules(KEYWORDS)

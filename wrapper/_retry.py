@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
-from datetime import UTC
-from email.utils import parsedate_to_datetime
+
+from generated.exceptions import APIConnectionError, APIError, APIStatusError, parse_retry_after
 
 from . import _telemetry, testing
-from ._exceptions import APIConnectionError, APIError, APIStatusError
 from ._retry_policy import RetryPolicy
 
 __all__ = [
@@ -98,33 +96,3 @@ def is_retryable(exc: BaseException, policy: RetryPolicy = DEFAULT_POLICY) -> bo
 def retry_delay(attempt: int, retry_after: float | None) -> float:
     """Seconds to wait before retry ``attempt + 1`` under the default policy."""
     return DEFAULT_POLICY.backoff(attempt, retry_after)
-
-
-def parse_retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds from ``retry-after-ms``, or ``Retry-After`` in seconds or as an HTTP date; None if neither."""
-    value = headers.get("retry-after-ms")
-    if value is not None:
-        seconds = _seconds(value)
-        if seconds is not None:
-            return seconds / 1000.0
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    seconds = _seconds(value)
-    if seconds is not None:
-        return seconds
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:  # "-0000": UTC with no claim about the local zone
-        when = when.replace(tzinfo=UTC)
-    return max(when.timestamp() - time.time(), 0.0)
-
-
-def _seconds(value: str) -> float | None:
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None
-    return seconds if 0.0 <= seconds < float("inf") else None

@@ -15,9 +15,9 @@ from generated.scale.params import KEYWORDS, PROMPT
 from generated.scale.types import Unset
 
 from ._errors_map import Malformed, body_of, json_object, model, status_error, status_message
-from ._exceptions import APIStatusError, UnprocessableEntityError
 from ._results import Completion, CompletionChunk, Deferred, ResponseHeaders, TokenLogprob
 from ._validate import WireBody, body_fields, check_params, path_segment, prompt_rule, rules
+from .errors import APIStatusError, UnprocessableEntityError
 
 # The constraints the spec states for each keyword argument (generated/scale/params.py).
 RULES = rules(KEYWORDS)

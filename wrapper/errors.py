@@ -7,14 +7,18 @@ subclass named after the body's ``type``; a success whose body is not what the s
 raises ``APIResponseValidationError``. Arguments the spec forbids raise ``ValueError`` before any
 request is sent. Messages never contain the credentials the request carried.
 
-The hand-written classes live in ``wrapper._exceptions``; one ``GradientError`` subclass per
-error ``type`` of Gradient's spec is generated into ``generated/gradient/exceptions.py``.
+The hand-written tree is ``scripts/templates/exceptions.py``, which ``make regen`` copies to
+``generated/exceptions.py``; one ``GradientError`` subclass per error ``type`` of Gradient's spec
+is generated into ``generated/gradient/exceptions.py``. Every class here reports this module as its
+own, so tracebacks, ``repr`` and pickles name ``wrapper.errors``.
 """
 
-from generated.gradient import exceptions as _generated
+from generated import exceptions as _tree
+from generated.exceptions import *  # noqa: F403
+from generated.gradient import exceptions as _gradient
 from generated.gradient.exceptions import *  # noqa: F403
 
-from . import _exceptions
-from ._exceptions import *  # noqa: F403
+__all__ = sorted(_tree.__all__ + _gradient.__all__)
 
-__all__ = sorted(_exceptions.__all__ + _generated.__all__)
+for _name in __all__:
+    globals()[_name].__module__ = __name__

@@ -1,8 +1,8 @@
 """One ``GradientError`` subclass per ``type`` of the typed error bodies, and the tag table.
 
 Written by scripts/regen.py from specs/gradient.json and scripts/overrides.py; never edited by hand.
-The one generated module that imports the wrapper: its classes subclass the hand-written bases
-in ``wrapper._exceptions``. ``wrapper.errors`` re-exports them.
+Its classes subclass the hand-written bases in ``generated/exceptions.py`` (copied from
+scripts/templates/exceptions.py); ``wrapper.errors`` re-exports both.
 """
 
 from __future__ import annotations
@@ -10,14 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from wrapper._exceptions import (
+from ..exceptions import (
     ContentFlaggedError,
     GradientError,
     RagError,
     UnknownModelError,
     _PayloadValidationError,
 )
-
 from . import models
 
 __all__ = [

@@ -15,6 +15,27 @@ class GradientParams(TypedDict, total=False):
     """The optional fields of ``complete_model``'s request body, as snake_case keyword arguments.
 
     ``None`` means "not given": only the fields given are sent.
+
+    Keyword arguments:
+        auto_template (bool):
+            Automatically adds the recommended base model templating. Server default: true.
+        guidance (Sequence[str]):
+            1 to 10 items, each 1 to 32 characters. The set of possible values that should be generated
+            by the model
+        max_generated_token_count (int):
+            0 < max_generated_token_count < 512. The maximum number of tokens to generate.
+        rag_collection (str):
+            At least 1 character. The ID of the RAG collection to retrieve context from before running
+            completion
+        temperature (float):
+            This parameter adjusts the degree of randomness in generation. Higher temperature results in
+            more diverse generations.
+        top_k (int):
+            This parameter ensures that only the top k most likely tokens are considered for generation
+            at each step.
+        top_p (float):
+            This parameter ensures that only the most likely tokens, with total probability mass of p,
+            are considered for generation at each step. If topK is also enabled, topP acts after topK.
     """
 
     auto_template: bool | None

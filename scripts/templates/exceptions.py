@@ -1,22 +1,25 @@
-"""The hand-written exception tree: the status classes and the bases of Gradient's typed errors.
+"""The exception tree every client raises, and the two helpers its messages and retries need.
 
-``wrapper.errors`` is the public namespace: it re-exports these and the per-tag ``GradientError``
-subclasses that ``make regen`` writes to ``generated/gradient/exceptions.py`` from the spec.
-``APIError`` is the root. A request that never got a complete answer raises ``APIConnectionError``
-(``APITimeoutError`` when it ran out of time); an answer with an error status raises the
-``APIStatusError`` subclass for its status, or for Gradient's typed 4XX bodies the ``GradientError``
-subclass named after the body's ``type``; a success whose body is not what the spec promises
-raises ``APIResponseValidationError``. Arguments the spec forbids raise ``ValueError`` before any
-request is sent. Messages never contain the credentials the request carried.
+Hand-written: ``make regen`` copies this template from ``scripts/templates/exceptions.py`` to
+``generated/exceptions.py``, where the per-``type`` ``GradientError`` subclasses generated from
+the spec (``generated/gradient/exceptions.py``) subclass its bases. ``wrapper.errors`` is the
+public namespace for both. ``APIError`` is the root. A request that never got a complete answer
+raises ``APIConnectionError`` (``APITimeoutError`` when it ran out of time); an answer with an
+error status raises the ``APIStatusError`` subclass for its status, or for Gradient's typed 4XX
+bodies the ``GradientError`` subclass named after the body's ``type``; a success whose body is
+not what the spec promises raises ``APIResponseValidationError``. Messages never contain the
+credentials the request carried (``scrub``).
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Mapping
+from datetime import UTC
+from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
 import httpx
-
-from ._redact import scrub
 
 if TYPE_CHECKING:
     from generated.gradient.models import FlaggedContentError as _FlaggedContentBody
@@ -41,8 +44,57 @@ __all__ = [
     "UnprocessableEntityError",
 ]
 
+SENSITIVE_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "cookie"})
+REDACTED = "<redacted>"
+MIN_SECRET = 6
+
 ValidationErrorItem = tuple[tuple[int | str, ...], str, str]
 """One entry of a 422 body: ``(loc, msg, type)``."""
+
+
+def scrub(text: str, headers: Mapping[str, str]) -> str:
+    """``text`` with every credential sent in ``headers`` (a bearer token on its own, too) replaced.
+
+    Values shorter than ``MIN_SECRET`` are left alone: no real credential is that short, and
+    replacing every "t" of a message because a test passed ``access_token="t"`` would garble it.
+    """
+    for name in SENSITIVE_HEADERS:
+        value = headers.get(name)
+        if value:
+            for secret in {value, value.rpartition(" ")[2]}:
+                if len(secret) >= MIN_SECRET:
+                    text = text.replace(secret, REDACTED)
+    return text
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds from ``retry-after-ms``, or ``Retry-After`` in seconds or as an HTTP date; None if neither."""
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        seconds = _seconds(value)
+        if seconds is not None:
+            return seconds / 1000.0
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    seconds = _seconds(value)
+    if seconds is not None:
+        return seconds
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # "-0000": UTC with no claim about the local zone
+        when = when.replace(tzinfo=UTC)
+    return max(when.timestamp() - time.time(), 0.0)
+
+
+def _seconds(value: str) -> float | None:
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if 0.0 <= seconds < float("inf") else None
 
 
 class APIError(Exception):
@@ -55,6 +107,17 @@ class APIError(Exception):
         self.message = scrub(message, request.headers)
         self.request = request
         super().__init__(self.message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt from its attributes, not through __init__ (whose keyword arguments are not in
+        # ``args``), so that an error pickles: Ray sends them between processes.
+        return _unpickle, (type(self), self.args, self.__dict__)
+
+
+def _unpickle(cls: type[APIError], args: tuple[Any, ...], state: dict[str, Any]) -> APIError:
+    error = cls.__new__(cls, *args)
+    error.__dict__.update(state)
+    return error
 
 
 class APIConnectionError(APIError):
@@ -88,8 +151,6 @@ class APIStatusError(APIError):
     @property
     def retry_after(self) -> float | None:
         """Seconds the server asked to wait (``retry-after-ms``, ``Retry-After``); None if it did not say."""
-        from ._retry import parse_retry_after
-
         return parse_retry_after(self.response.headers)
 
 

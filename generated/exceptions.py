@@ -1,0 +1,237 @@
+# Copied from scripts/templates/exceptions.py by `make regen`: edit the template, not this copy.
+"""The exception tree every client raises, and the two helpers its messages and retries need.
+
+Hand-written: ``make regen`` copies this template from ``scripts/templates/exceptions.py`` to
+``generated/exceptions.py``, where the per-``type`` ``GradientError`` subclasses generated from
+the spec (``generated/gradient/exceptions.py``) subclass its bases. ``wrapper.errors`` is the
+public namespace for both. ``APIError`` is the root. A request that never got a complete answer
+raises ``APIConnectionError`` (``APITimeoutError`` when it ran out of time); an answer with an
+error status raises the ``APIStatusError`` subclass for its status, or for Gradient's typed 4XX
+bodies the ``GradientError`` subclass named after the body's ``type``; a success whose body is
+not what the spec promises raises ``APIResponseValidationError``. Messages never contain the
+credentials the request carried (``scrub``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from datetime import UTC
+from email.utils import parsedate_to_datetime
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+if TYPE_CHECKING:
+    from generated.gradient.models import FlaggedContentError as _FlaggedContentBody
+
+__all__ = [
+    "APIConnectionError",
+    "APIError",
+    "APIResponseValidationError",
+    "APIStatusError",
+    "APITimeoutError",
+    "AuthenticationError",
+    "BadRequestError",
+    "ConflictError",
+    "ContentFlaggedError",
+    "GradientError",
+    "InternalServerError",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "RagError",
+    "RateLimitError",
+    "UnknownModelError",
+    "UnprocessableEntityError",
+]
+
+SENSITIVE_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "cookie"})
+REDACTED = "<redacted>"
+MIN_SECRET = 6
+
+ValidationErrorItem = tuple[tuple[int | str, ...], str, str]
+"""One entry of a 422 body: ``(loc, msg, type)``."""
+
+
+def scrub(text: str, headers: Mapping[str, str]) -> str:
+    """``text`` with every credential sent in ``headers`` (a bearer token on its own, too) replaced.
+
+    Values shorter than ``MIN_SECRET`` are left alone: no real credential is that short, and
+    replacing every "t" of a message because a test passed ``access_token="t"`` would garble it.
+    """
+    for name in SENSITIVE_HEADERS:
+        value = headers.get(name)
+        if value:
+            for secret in {value, value.rpartition(" ")[2]}:
+                if len(secret) >= MIN_SECRET:
+                    text = text.replace(secret, REDACTED)
+    return text
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds from ``retry-after-ms``, or ``Retry-After`` in seconds or as an HTTP date; None if neither."""
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        seconds = _seconds(value)
+        if seconds is not None:
+            return seconds / 1000.0
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    seconds = _seconds(value)
+    if seconds is not None:
+        return seconds
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # "-0000": UTC with no claim about the local zone
+        when = when.replace(tzinfo=UTC)
+    return max(when.timestamp() - time.time(), 0.0)
+
+
+def _seconds(value: str) -> float | None:
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if 0.0 <= seconds < float("inf") else None
+
+
+class APIError(Exception):
+    """Base class of every error about an API call; ``.request`` is the request it was about."""
+
+    message: str
+    request: httpx.Request
+
+    def __init__(self, message: str, *, request: httpx.Request) -> None:
+        self.message = scrub(message, request.headers)
+        self.request = request
+        super().__init__(self.message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt from its attributes, not through __init__ (whose keyword arguments are not in
+        # ``args``), so that an error pickles: Ray sends them between processes.
+        return _unpickle, (type(self), self.args, self.__dict__)
+
+
+def _unpickle(cls: type[APIError], args: tuple[Any, ...], state: dict[str, Any]) -> APIError:
+    error = cls.__new__(cls, *args)
+    error.__dict__.update(state)
+    return error
+
+
+class APIConnectionError(APIError):
+    """No complete response arrived: the connection could not be made, or broke before the end."""
+
+
+class APITimeoutError(APIConnectionError):
+    """The request ran out of time (the client's ``timeout``) before the response was complete."""
+
+
+class APIResponseValidationError(APIError):
+    """A successful response (or stream event) that is not what the spec promises; ``.text`` holds it raw."""
+
+    def __init__(self, message: str, *, response: httpx.Response, text: str) -> None:
+        super().__init__(message, request=response.request)
+        self.response = response
+        self.status_code = response.status_code
+        self.text = text
+
+
+class APIStatusError(APIError):
+    """The API answered with an error status; ``.body`` is its parsed JSON (or its text if not JSON)."""
+
+    def __init__(self, message: str, *, response: httpx.Response, body: Any) -> None:
+        super().__init__(message, request=response.request)
+        self.response = response
+        self.status_code = response.status_code
+        self.body = body
+        self.request_id: str | None = response.headers.get("x-request-id")
+
+    @property
+    def retry_after(self) -> float | None:
+        """Seconds the server asked to wait (``retry-after-ms``, ``Retry-After``); None if it did not say."""
+        return parse_retry_after(self.response.headers)
+
+
+class BadRequestError(APIStatusError):
+    """HTTP 400: the API rejected the request as malformed."""
+
+
+class AuthenticationError(APIStatusError):
+    """HTTP 401: the credentials are missing or wrong."""
+
+
+class PermissionDeniedError(APIStatusError):
+    """HTTP 403: the credentials may not do this."""
+
+
+class NotFoundError(APIStatusError):
+    """HTTP 404: no such model or deployment (or a wrong base URL)."""
+
+
+class ConflictError(APIStatusError):
+    """HTTP 409: the request conflicts with the resource's state; retried."""
+
+
+class UnprocessableEntityError(APIStatusError):
+    """HTTP 422: the request was well-formed but invalid; ``.errors`` lists ``(loc, msg, type)``."""
+
+    def __init__(self, message: str, *, response: httpx.Response, body: Any) -> None:
+        super().__init__(message, response=response, body=body)
+        self.errors: list[ValidationErrorItem] = []
+
+
+class RateLimitError(APIStatusError):
+    """HTTP 429: too many requests; retried after the server's ``Retry-After``."""
+
+
+class InternalServerError(APIStatusError):
+    """HTTP 5xx: the service failed; retried."""
+
+
+class GradientError(APIStatusError):
+    """A Gradient 4XX answer with a typed body: ``.type`` is its ``type``, ``.raw`` the generated model."""
+
+    # A ``type`` the spec does not name (a service newer than this client) raises GradientError itself,
+    # with ``.raw`` None; each type the spec names has its subclass in generated/gradient/exceptions.py.
+    def __init__(
+        self, message: str, *, response: httpx.Response, body: Any, type: str, raw: Any = None
+    ) -> None:
+        super().__init__(message, response=response, body=body)
+        self.type = type
+        self.raw = raw
+
+
+class ContentFlaggedError(GradientError):
+    """The input or output was flagged by content moderation; ``.samples`` are the flagged texts."""
+
+    raw: _FlaggedContentBody
+
+    @property
+    def samples(self) -> list[str]:
+        """The flagged pieces of text."""
+        return [item.sample for item in self.raw.payload.flagged_content]
+
+
+class _PayloadValidationError(GradientError):
+    """A Gradient error that carries the service's validation error about the request."""
+
+    @property
+    def validation_error(self) -> Any:
+        """The service's structured validation error, or None."""
+        return self.raw.payload.to_dict().get("validationError")
+
+    @property
+    def formatted_validation_error(self) -> Any:
+        """The same as readable text, or None."""
+        return self.raw.payload.to_dict().get("formattedValidationError")
+
+
+class RagError(GradientError):
+    """Base class of the errors about a ``rag_collection``."""
+
+
+class UnknownModelError(GradientError):
+    """Base class of the errors about an unknown model id."""
