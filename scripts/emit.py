@@ -13,7 +13,7 @@ import textwrap
 from typing import Any
 
 from normalize import HTTP_METHODS, REF_PREFIX, pascal_case, snake_case, variant_tag
-from overrides import Api
+from overrides import REQUEST_OPTIONS, Api
 
 HEADER = "Written by scripts/regen.py from {spec} and scripts/overrides.py; never edited by hand."
 COPIED = ("minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "pattern")
@@ -156,6 +156,11 @@ def keywords(spec: dict[str, Any], api: Api) -> tuple[dict[str, Any], dict[str, 
                 "description": description,
                 "reshape": None,
             }
+    for keyword in sorted(set(result) & set(REQUEST_OPTIONS)):
+        raise EmitError(
+            f"the request field {result[keyword]['wire']!r} would be the keyword argument {keyword!r}, "
+            "which the clients take as a request option; give it another keyword in scripts/overrides.py"
+        )
     return prompt, dict(sorted(result.items()))
 
 

@@ -43,6 +43,20 @@ class Api:
     error_docs: dict[str, str] = field(default_factory=dict)  # tag -> the class's one-line docstring
 
 
+REQUEST_OPTIONS = (
+    "deadline",
+    "extra_body",
+    "extra_headers",
+    "extra_query",
+    "max_retries",
+    "retry",
+    "stream_idle_timeout",
+    "timeout",
+)
+"""Keyword arguments every client takes for itself (``wrapper._options.RequestOptions``): a request
+field whose keyword would be one of these fails ``make regen``, naming it."""
+
+
 GRADIENT = Api(
     operation="complete_model",
     prompt="query",

@@ -138,6 +138,31 @@ def test_a_generator_warning_fails_the_run(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()  # nothing written when any spec fails
 
 
+@pytest.mark.parametrize("field", ["timeout", "extraBody"])
+def test_a_request_field_named_like_a_request_option_fails_naming_it(tmp_path: Path, field: str) -> None:
+    spec = json.loads((ROOT / "specs" / "gradient.json").read_text())
+    body = spec["paths"]["/models/{id}/complete"]["post"]["requestBody"]["content"]["application/json"]
+    name = body["schema"]["$ref"].rsplit("/", 1)[1]
+    spec["components"]["schemas"][name]["properties"][field] = {"type": "number"}
+    modified = tmp_path / "gradient.json"
+    modified.write_text(json.dumps(spec))
+
+    result = regen("--out", str(tmp_path / "out"), "--spec", f"gradient={modified}")
+
+    assert result.returncode != 0
+    assert f"the request field {field!r} would be the keyword argument" in result.stderr
+    assert "request option" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_option_names_regen_guards_are_the_clients() -> None:
+    from overrides import REQUEST_OPTIONS
+
+    from wrapper._options import NAMES
+
+    assert set(REQUEST_OPTIONS) == NAMES
+
+
 def test_a_spec_it_cannot_normalise_fails_naming_the_schema_path(tmp_path: Path) -> None:
     spec = json.loads((ROOT / "specs" / "gradient.json").read_text())
     variants = spec["components"]["schemas"]["CompleteModelError"]["oneOf"]

@@ -9,13 +9,14 @@ loads one.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 if TYPE_CHECKING:
     from ._base import AsyncClient, SyncClient
+    from ._validate import Rule
 
 __all__ = ["NAMES", "Api", "Credential", "get"]
 
@@ -52,6 +53,8 @@ class Api:
     """The keyword argument that caps the generated tokens."""
     stop: str | None
     """The keyword argument of stop sequences (None: the API has none)."""
+    choices: str | None
+    """The keyword argument of the choices the output must be one of (None: the API has none)."""
     streams: bool
     """Whether the API streams tokens (Gradient's does not: ``stream`` yields one chunk)."""
     log_env: str
@@ -64,6 +67,11 @@ class Api:
         module = importlib.import_module(f"wrapper.{self.name}")
         classes: tuple[Callable[..., SyncClient], Callable[..., AsyncClient]] = module.CLIENTS
         return classes
+
+    def rules(self) -> Mapping[str, Rule]:
+        """The checks ``complete`` makes of each keyword argument, from the spec."""
+        rules: Mapping[str, Rule] = importlib.import_module(f"wrapper._{self.name}_wire").RULES
+        return rules
 
     def client_options(self, environ: Any) -> dict[str, str]:
         """The constructor arguments set in ``environ`` (credentials and base URL), by keyword."""

@@ -59,6 +59,7 @@ API = Api(
     sandbox_path="/api",
     max_tokens="max_generated_token_count",
     stop=None,
+    choices="guidance",
     streams=False,
     log_env="GRADIENT_LOG",
     model_help="the base model slug or fine-tuned model adapter id",

@@ -61,6 +61,7 @@ API = Api(
     sandbox_path="",
     max_tokens="max_tokens",
     stop="stop_sequences",
+    choices=None,
     streams=True,
     log_env="SGP_CLIENT_LOG",
     model_help="the model deployment id",

@@ -16,9 +16,10 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from wrapper import _api
 from wrapper._cli._batch_command import describe, result_fields, run_batch
 from wrapper._cli._inputs import InputLineError
-from wrapper._cli._parser import PROVIDERS, build_parser, flag_params
+from wrapper._cli._parser import build_parser, credentials, flag_params
 
 __all__ = ["main"]
 
@@ -92,7 +93,7 @@ def _same_file(input_path: str, output_path: str) -> bool:
 
 def _missing_credential(args: argparse.Namespace, exc: ValueError) -> str | None:
     """The client's error for a missing credential, as the command line gives one; None for another error."""
-    for flag, keyword, env in PROVIDERS[args.provider][0]:
+    for flag, keyword, env in credentials(args.provider):
         if not getattr(args, keyword) and not os.environ.get(env) and env in str(exc):
             return f"{args.provider} needs a credential: pass {flag} or set the {env} environment variable"
     return None
@@ -102,7 +103,7 @@ def _command(prog: str, argv: list[str], args: argparse.Namespace) -> str:
     """This run's command line for the shell, each credential given as a flag shown as its variable."""
     shown = {
         value: f'"${env}"'
-        for _, keyword, env in PROVIDERS[args.provider][0]
+        for _, keyword, env in credentials(args.provider)
         if (value := getattr(args, keyword))
     }
     words = [prog]
@@ -119,30 +120,21 @@ def _command(prog: str, argv: list[str], args: argparse.Namespace) -> str:
 
 def _client(args: argparse.Namespace, *, asynchronous: bool) -> Any:
     """The provider's client (async for a batch) from the flags given, the rest from its env vars."""
-    options = {keyword: getattr(args, keyword) for _, keyword, _ in PROVIDERS[args.provider][0]}
+    options = {keyword: getattr(args, keyword) for _, keyword, _ in credentials(args.provider)}
     options.update(base_url=args.base_url, timeout=args.timeout, max_retries=args.max_retries)
     options = {name: value for name, value in options.items() if value is not None}
-    if args.provider == "scale":
-        from wrapper.scale import AsyncScale, Scale
-
-        return (AsyncScale if asynchronous else Scale)(**options)
-    from wrapper.gradient import AsyncGradient, Gradient
-
-    return (AsyncGradient if asynchronous else Gradient)(**options)
+    return _api.get(args.provider).clients()[1 if asynchronous else 0](**options)
 
 
 def _param_checker(provider: str) -> Callable[[dict[str, Any]], None]:
     """A check of parameters against the provider's rules, as the client makes it before sending."""
     from wrapper._validate import check_params
 
-    if provider == "scale":
-        from wrapper._scale_wire import RULES
-    else:
-        from wrapper._gradient_wire import RULES
+    rules = _api.get(provider).rules()
 
     def check(params: dict[str, Any]) -> None:
         try:
-            check_params(params, RULES)
+            check_params(params, rules)
         except (TypeError, ValueError) as exc:
             raise InputLineError(str(exc)) from None
 

@@ -9,25 +9,10 @@ import json
 import math
 from typing import Any
 
+from wrapper import _api
 from wrapper._cli._batch_command import REFUSALS_TO_STOP
 
-__all__ = ["PROVIDERS", "build_parser", "flag_params"]
-
-PROVIDERS = {
-    # name: (credential flags as (flag, client keyword, env var), the provider's name for max tokens)
-    "gradient": (
-        (
-            ("--access-token", "access_token", "GRADIENT_ACCESS_TOKEN"),
-            ("--workspace-id", "workspace_id", "GRADIENT_WORKSPACE_ID"),
-        ),
-        "max_generated_token_count",
-    ),
-    "scale": (
-        (("--api-key", "api_key", "SGP_API_KEY"), ("--account-id", "account_id", "SGP_ACCOUNT_ID")),
-        "max_tokens",
-    ),
-}
-_BASE_URL_ENV = {"gradient": "GRADIENT_API_URL", "scale": "SGP_CLIENT_BASE_URL"}
+__all__ = ["build_parser", "credentials", "flag_params"]
 
 
 def build_parser(prog: str = "python -m wrapper") -> argparse.ArgumentParser:
@@ -51,7 +36,7 @@ def build_parser(prog: str = "python -m wrapper") -> argparse.ArgumentParser:
         (batch, _batch_args, batch_description),
     ):
         providers = command.add_subparsers(dest="provider", required=True, metavar="{gradient,scale}")
-        for name in PROVIDERS:
+        for name in _api.NAMES:
             sub = providers.add_parser(name, help=f"call {name}", description=description)
             sub.set_defaults(command_parser=sub)  # its usage, for the errors found after parsing
             sub.add_argument("model", help="the model (gradient) or model deployment (scale) id")
@@ -121,8 +106,9 @@ def _batch_args(parser: argparse.ArgumentParser) -> None:
 
 def _client_args(parser: argparse.ArgumentParser, provider: str) -> None:
     group = parser.add_argument_group("connection")
-    group.add_argument("--base-url", help=f"API base URL (${_BASE_URL_ENV[provider]})")
-    for flag, keyword, env in PROVIDERS[provider][0]:
+    api = _api.get(provider)
+    group.add_argument("--base-url", help=f"API base URL (${api.base_url_env})")
+    for flag, keyword, env in credentials(provider):
         group.add_argument(flag, dest=keyword, metavar=keyword.upper(), help=f"(${env})")
     group.add_argument("--timeout", type=float, metavar="SECONDS", help="per request")
     group.add_argument("--max-retries", type=_natural, metavar="N", help="retries per prompt (2)")
@@ -130,17 +116,19 @@ def _client_args(parser: argparse.ArgumentParser, provider: str) -> None:
 
 def _param_args(parser: argparse.ArgumentParser, provider: str) -> None:
     group = parser.add_argument_group("generation parameters (batch: defaults for every line)")
-    most = f"tokens to generate at most ({PROVIDERS[provider][1]})"
+    api = _api.get(provider)
+    most = f"tokens to generate at most ({api.max_tokens})"
     group.add_argument("--max-tokens", type=_positive, metavar="N", help=most)
     group.add_argument("--temperature", type=float, metavar="T")
     group.add_argument("--top-k", type=_spec_number(provider, "top_k"), metavar="K")
     group.add_argument("--top-p", type=float, metavar="P")
-    if provider == "scale":
+    if api.stop is not None:
         stop = "stop sequence (repeatable)"
-        group.add_argument("--stop", action="append", dest="stop_sequences", metavar="TEXT", help=stop)
-    else:
+        group.add_argument("--stop", action="append", dest=api.stop, metavar="TEXT", help=stop)
+    if api.choices is not None:
+        choice = "a choice the output must be (repeatable)"
         group.add_argument(
-            "--guidance", action="append", metavar="CHOICE", help="a choice the output must be (repeatable)"
+            f"--{api.choices}", action="append", dest=api.choices, metavar="CHOICE", help=choice
         )
     group.add_argument(
         "--param",
@@ -152,16 +140,25 @@ def _param_args(parser: argparse.ArgumentParser, provider: str) -> None:
     )
 
 
+def credentials(provider: str) -> list[tuple[str, str, str]]:
+    """The API's credential flags: ``(flag, client keyword, environment variable)``."""
+    return [
+        (credential.flag, credential.keyword, credential.env) for credential in _api.get(provider).credentials
+    ]
+
+
 def flag_params(args: argparse.Namespace) -> dict[str, Any]:
     """The generation parameters given as flags, named as the provider's client names them."""
+    api = _api.get(args.provider)
     params: dict[str, Any] = {
-        PROVIDERS[args.provider][1]: args.max_tokens,
+        api.max_tokens: args.max_tokens,
         "temperature": args.temperature,
         "top_k": args.top_k,
         "top_p": args.top_p,
-        "stop_sequences": getattr(args, "stop_sequences", None),
-        "guidance": getattr(args, "guidance", None),
     }
+    for keyword in (api.stop, api.choices):
+        if keyword is not None:
+            params[keyword] = getattr(args, keyword)
     params = {name: value for name, value in params.items() if value is not None}
     params.update(args.param)
     return params
