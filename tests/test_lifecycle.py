@@ -10,7 +10,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,12 +22,6 @@ from wrapper.sandbox import Sandbox
 MODELS = {"scale": "llama-3-8b-instruct", "gradient": "nous-hermes2"}
 
 
-@pytest.fixture(scope="module")
-def served() -> Iterator[Sandbox]:
-    with Sandbox(seed=0) as sandbox:
-        yield sandbox
-
-
 def base_url(sandbox: Sandbox, provider: str) -> str:
     return sandbox.scale_base_url if provider == "scale" else sandbox.gradient_base_url
 
@@ -36,13 +29,13 @@ def base_url(sandbox: Sandbox, provider: str) -> str:
 @pytest.mark.usefixtures("clean_env")
 @pytest.mark.parametrize("provider", ["scale", "gradient"])
 async def test_a_closed_client_refuses_every_call_and_sends_nothing(
-    served: Sandbox, provider: str, mode: str
+    sandbox: Sandbox, provider: str, mode: str
 ) -> None:
-    client = CLASSES[provider][mode == "async"](**CREDENTIALS[provider], base_url=base_url(served, provider))
+    client = CLASSES[provider][mode == "async"](**CREDENTIALS[provider], base_url=base_url(sandbox, provider))
     copy = client.with_options(max_retries=0)
     assert (await call(client.complete(MODELS[provider], "Alice"))).text
     await call(copy.close())
-    before = served.stats().requests
+    before = sandbox.stats().requests
     for attempt in (
         lambda: call(client.complete(MODELS[provider], "Alice")),
         lambda: collect(client.stream(MODELS[provider], "Alice")),
@@ -51,7 +44,7 @@ async def test_a_closed_client_refuses_every_call_and_sends_nothing(
         with pytest.raises(RuntimeError, match="client is closed"):
             await attempt()
     await call(client.close())  # closing again is harmless
-    assert served.stats().requests == before
+    assert sandbox.stats().requests == before
 
 
 CROSS_LOOPS = """
@@ -84,7 +77,7 @@ print(results)
 
 
 @pytest.mark.parametrize("provider", ["scale", "gradient"])
-def test_one_async_client_in_many_loops_and_threads_leaks_nothing(served: Sandbox, provider: str) -> None:
+def test_one_async_client_in_many_loops_and_threads_leaks_nothing(sandbox: Sandbox, provider: str) -> None:
     cls = CLASSES[provider][1]
     credentials = ", ".join(f"{key}={value!r}" for key, value in CREDENTIALS[provider].items())
     script = CROSS_LOOPS.format(
@@ -99,7 +92,7 @@ def test_one_async_client_in_many_loops_and_threads_leaks_nothing(served: Sandbo
             "error",
             "-c",
             textwrap.dedent(script),
-            base_url(served, provider),
+            base_url(sandbox, provider),
         ],
         capture_output=True,
         text=True,
@@ -135,15 +128,15 @@ class Recording(_attempts.Attempts):
         self.hooks.append("wait")
 
 
-async def test_the_attempt_loops_call_the_policys_hooks_around_each_attempt(served: Sandbox) -> None:
+async def test_the_attempt_loops_call_the_policys_hooks_around_each_attempt(sandbox: Sandbox) -> None:
     """The hooks a batch paces and counts with: the same order, sync and async, and the budget honoured."""
-    served.inject(status=503, count=1, api="scale")
-    scale = CLASSES["scale"][0](**CREDENTIALS["scale"], base_url=served.scale_base_url)
+    sandbox.inject(status=503, count=1, api="scale")
+    scale = CLASSES["scale"][0](**CREDENTIALS["scale"], base_url=sandbox.scale_base_url)
     with scale:
         sync = Recording(scale)
         assert scale._complete(MODELS["scale"], "Alice", {}, sync).text
-    served.inject(status=503, count=2, api="scale")
-    async with CLASSES["scale"][1](**CREDENTIALS["scale"], base_url=served.scale_base_url) as ascale:
+    sandbox.inject(status=503, count=2, api="scale")
+    async with CLASSES["scale"][1](**CREDENTIALS["scale"], base_url=sandbox.scale_base_url) as ascale:
         failing = Recording(ascale)
         with pytest.raises(InternalServerError):
             await ascale._complete(MODELS["scale"], "Alice", {}, failing)

@@ -44,12 +44,6 @@ async def complete_and_stream(provider: str, mode: str, url: str) -> None:
         await call(client.close())
 
 
-@pytest.fixture(scope="module")
-def served() -> Iterator[Sandbox]:
-    with Sandbox(seed=0) as sandbox:
-        yield sandbox
-
-
 @pytest.mark.usefixtures("clean_env")
 @pytest.mark.parametrize("using", ["httpcore", "httpx"])
 @pytest.mark.parametrize(("provider", "mode"), CLIENTS)
@@ -88,9 +82,9 @@ def http_spans() -> Iterator[InMemorySpanExporter]:
 @pytest.mark.usefixtures("clean_env")
 @pytest.mark.parametrize(("provider", "mode"), CLIENTS)
 async def test_opentelemetry_httpx_instrumentation_sees_each_request_once(
-    served: Sandbox, http_spans: InMemorySpanExporter, provider: str, mode: str
+    sandbox: Sandbox, http_spans: InMemorySpanExporter, provider: str, mode: str
 ) -> None:
-    await complete_and_stream(provider, mode, base_url(served, provider))
+    await complete_and_stream(provider, mode, base_url(sandbox, provider))
     spans = http_spans.get_finished_spans()
     assert [
         span.attributes.get("http.request.method", span.attributes.get("http.method")) for span in spans
@@ -102,7 +96,7 @@ async def test_opentelemetry_httpx_instrumentation_sees_each_request_once(
 
 @pytest.mark.usefixtures("clean_env")
 @pytest.mark.parametrize("mode", ["sync", "async"])
-async def test_a_users_http_client_sends_every_request(served: Sandbox, mode: str) -> None:
+async def test_a_users_http_client_sends_every_request(sandbox: Sandbox, mode: str) -> None:
     seen: list[str] = []
     hooks = {"request": [lambda request: seen.append(request.url.path)]}
 
@@ -114,7 +108,7 @@ async def test_a_users_http_client_sends_every_request(served: Sandbox, mode: st
     else:
         http = httpx.AsyncClient(event_hooks={"request": [ahook]})
     client = CLASSES["scale"][mode == "async"](
-        **CREDENTIALS["scale"], base_url=served.scale_base_url, http_client=http
+        **CREDENTIALS["scale"], base_url=sandbox.scale_base_url, http_client=http
     )
     try:
         await call(client.complete(MODELS["scale"], "Alice", max_tokens=2))
@@ -166,10 +160,10 @@ print(json.dumps(counts))
 """
 
 
-def test_sentrys_httpx_integration_sees_each_request_once(served: Sandbox) -> None:
+def test_sentrys_httpx_integration_sees_each_request_once(sandbox: Sandbox) -> None:
     """In a process of its own: Sentry's integration patches httpx for good once set up."""
     out = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(SENTRY), served.scale_base_url, MODELS["scale"]],
+        [sys.executable, "-c", textwrap.dedent(SENTRY), sandbox.scale_base_url, MODELS["scale"]],
         capture_output=True,
         text=True,
         timeout=60,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -20,19 +19,6 @@ from wrapper.errors import APITimeoutError, BadRequestError, InternalServerError
 from wrapper.sandbox import Sandbox
 
 SCALE = "llama-3-8b-instruct"
-
-
-@pytest.fixture(scope="module")
-def served() -> Iterator[Sandbox]:
-    with Sandbox(seed=0) as sandbox:
-        yield sandbox
-
-
-@pytest.fixture
-def sandbox(served: Sandbox) -> Iterator[Sandbox]:
-    served.reset()
-    yield served
-    served.clear_faults()
 
 
 def scale(mode: str, url: str, **options: Any) -> Any:

@@ -8,11 +8,10 @@ loads one.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
-
-import attrs
 
 if TYPE_CHECKING:
     from ._base import AsyncClient, SyncClient
@@ -24,7 +23,7 @@ NAMES = ("gradient", "scale")
 """Every API, by the name the command line, Ray and telemetry use (its public module's name)."""
 
 
-@attrs.frozen
+@dataclasses.dataclass(frozen=True)
 class Credential:
     """A constructor argument that identifies the caller, defaulting to an environment variable."""
 
@@ -38,7 +37,7 @@ class Credential:
         return "--" + self.keyword.replace("_", "-")
 
 
-@attrs.frozen
+@dataclasses.dataclass(frozen=True)
 class Api:
     """One API's facts."""
 

@@ -22,7 +22,6 @@ import threading
 import time
 from collections.abc import (
     AsyncGenerator,
-    AsyncIterable,
     Awaitable,
     Callable,
     Generator,
@@ -62,7 +61,6 @@ if TYPE_CHECKING:
     from httpx_sse import ServerSentEvent
 
     from ._api import Api
-    from ._batch import AsyncBatchIterator, BatchIterator
     from ._raw import RawResponse, StreamingResponse
     from ._results import Completion, CompletionChunk, ResponseHeaders
     from ._retry_policy import RetryPolicy
@@ -258,6 +256,13 @@ class _ClientCore:
         body = {**kwargs["json"], **options.extra_body} if options.extra_body else kwargs["json"]
         return Request(kwargs["method"].upper(), url, headers, encode_json(body), options.timeout)
 
+    def _batched(self, kwargs: Mapping[str, Any]) -> tuple[Self, dict[str, Any]]:
+        """For ``complete_many``: this client with the call's options, and the parameters for each prompt."""
+        params, options = self._call(kwargs)
+        client = copy.copy(self)
+        client._options = options
+        return client, params
+
     def _checked(self, reply: Reply, request: Request, started: float) -> Reply:
         """``reply`` if it is a success (2xx), else its typed error raised; logged at DEBUG either way.
 
@@ -446,25 +451,6 @@ class SyncClient(_ClientCore):
             finally:
                 response.close()
 
-    def _complete_many(
-        self,
-        model: str,
-        prompts: Iterable[str],
-        kwargs: Mapping[str, Any],
-        concurrency: int,
-        ordered: bool,
-        return_exceptions: bool,
-        limits: tuple[float | None, float | None],
-    ) -> BatchIterator:
-        from . import _batch
-
-        params, options = self._call(kwargs)
-        client = copy.copy(self)
-        client._options = options
-        return _batch.complete_many(
-            client, model, prompts, params, concurrency, ordered, return_exceptions, limits
-        )
-
 
 class AsyncClient(_ClientCore):
     """A client over aiohttp or httpx (``wrapper._transport.AsyncTransports``): ``await close()``.
@@ -607,25 +593,6 @@ class AsyncClient(_ClientCore):
                 raise self._chunks_failed(response, exc, options) from exc
             finally:
                 await response.aclose()
-
-    def _complete_many(
-        self,
-        model: str,
-        prompts: Iterable[str] | AsyncIterable[str],
-        kwargs: Mapping[str, Any],
-        concurrency: int,
-        ordered: bool,
-        return_exceptions: bool,
-        limits: tuple[float | None, float | None],
-    ) -> AsyncBatchIterator:
-        from . import _batch
-
-        params, options = self._call(kwargs)
-        client = copy.copy(self)
-        client._options = options
-        return _batch.acomplete_many(
-            client, model, prompts, params, concurrency, ordered, return_exceptions, limits
-        )
 
 
 class _RawCalls:

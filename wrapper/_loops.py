@@ -9,10 +9,12 @@ generator then closes the pool, so nothing is left open when a loop ends, closed
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import AsyncGenerator, Callable
-from typing import Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["PerLoop"]
 
@@ -34,6 +36,8 @@ class PerLoop(Generic[P]):
 
     async def get(self) -> P:
         """The running loop's pool, built (and watched) on its first call."""
+        import asyncio  # here: `import wrapper.scale` does not import asyncio
+
         loop = asyncio.get_running_loop()
         entry = self._pools.get(loop)
         if entry is not None:
@@ -59,6 +63,8 @@ class PerLoop(Generic[P]):
 
     async def aclose(self) -> None:
         """Close this loop's pool now, and every other loop's pool from within that loop."""
+        import asyncio
+
         with self._lock:
             entries = list(self._pools.items())
         here = asyncio.get_running_loop()

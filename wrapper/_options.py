@@ -8,12 +8,12 @@ vendor shipped before the next ``make regen``). ``RequestOptions`` is its keywor
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable, Mapping
 from typing import Any, TypedDict, cast
 
-import attrs
 import httpx
 
 from ._network import checked_headers
@@ -125,18 +125,18 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
 _MERGED = ("extra_headers", "extra_query", "extra_body")
 
 
-@attrs.frozen
+@dataclasses.dataclass(frozen=True)
 class Options:
     """The options in force for a call (a client's, with ``with_options`` and the call's on top)."""
 
     timeout: httpx.Timeout
     max_retries: int
-    retry: RetryPolicy = attrs.field(factory=RetryPolicy)
+    retry: RetryPolicy = dataclasses.field(default_factory=RetryPolicy)
     deadline: float | None = None
     stream_idle_timeout: float | None = None
-    extra_headers: Mapping[str, str] = attrs.field(factory=dict)
-    extra_query: Query = attrs.field(factory=dict)
-    extra_body: Mapping[str, object] = attrs.field(factory=dict)
+    extra_headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    extra_query: Query = dataclasses.field(default_factory=dict)
+    extra_body: Mapping[str, object] = dataclasses.field(default_factory=dict)
 
     def merged(self, given: Mapping[str, Any]) -> Options:
         """These options with ``given`` on top, each checked (``ValueError`` naming it); ``extra_*`` merge
@@ -152,7 +152,7 @@ class Options:
             changes[name] = (
                 {**cast(Mapping[str, Any], getattr(self, name)), **value} if name in _MERGED else value
             )
-        return attrs.evolve(self, **changes)
+        return dataclasses.replace(self, **changes)
 
 
 def split(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -11,11 +11,10 @@ or ``false`` overrides the status rule, as the vendors' own SDKs do. How many ti
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from collections.abc import Collection
-
-import attrs
 
 __all__ = ["DEFAULT_STATUSES", "RetryPolicy"]
 
@@ -32,11 +31,11 @@ def _statuses(value: Collection[int]) -> frozenset[int]:
     return frozenset(value)
 
 
-@attrs.frozen
+@dataclasses.dataclass(frozen=True, repr=False)
 class RetryPolicy:
     """Which failures are retried and how long to wait: ``retry=RetryPolicy(...)`` on a client or a call."""
 
-    statuses: frozenset[int] = attrs.field(default=DEFAULT_STATUSES, converter=_statuses)
+    statuses: Collection[int] = DEFAULT_STATUSES
     """Statuses that are retried (``x-should-retry`` from the server overrides this)."""
     initial_backoff: float = 0.5
     """Seconds before the first retry, doubled for each one after it."""
@@ -49,7 +48,8 @@ class RetryPolicy:
     connection_errors: bool = True
     """Whether connection errors and timeouts are retried."""
 
-    def __attrs_post_init__(self) -> None:
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "statuses", _statuses(self.statuses))
         for name in ("initial_backoff", "max_backoff", "max_retry_after"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:

@@ -34,6 +34,7 @@ from ._base import (
 if TYPE_CHECKING:
     from generated.gradient.params import GradientParams
 
+    from ._batch import AsyncBatchIterator, BatchIterator
     from ._options import RequestOptions
     from ._retry_policy import RetryPolicy
     from ._streams import AsyncCompletionStream, CompletionStream
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
     class GradientCall(GradientParams, RequestOptions, total=False):
         """A call's keyword arguments: the request's fields (``GradientParams``) and the request options."""
 
-    from ._batch import AsyncBatchIterator, BatchIterator
     from ._gradient_wire import GradientWire
     from ._results import Completion
 
@@ -150,7 +150,10 @@ class Gradient(SyncClient):
         ``.stats``, ``return_exceptions``, ``requests_per_minute``/``tokens_per_minute``.
         """
         limits = (requests_per_minute, tokens_per_minute)
-        return self._complete_many(model, prompts, params, concurrency, ordered, return_exceptions, limits)
+        from ._batch import complete_many
+
+        client, each = self._batched(params)
+        return complete_many(client, model, prompts, each, concurrency, ordered, return_exceptions, limits)
 
 
 class AsyncGradient(AsyncClient):
@@ -214,7 +217,10 @@ class AsyncGradient(AsyncClient):
     ) -> AsyncBatchIterator:
         """The async ``Gradient.complete_many``; closing the iterator cancels the requests in flight."""
         limits = (requests_per_minute, tokens_per_minute)
-        return self._complete_many(model, prompts, params, concurrency, ordered, return_exceptions, limits)
+        from ._batch import acomplete_many
+
+        client, each = self._batched(params)
+        return acomplete_many(client, model, prompts, each, concurrency, ordered, return_exceptions, limits)
 
 
 CLIENTS = (Gradient, AsyncGradient)

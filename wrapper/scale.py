@@ -36,6 +36,7 @@ from ._network import header_value
 if TYPE_CHECKING:
     from generated.scale.params import ScaleParams
 
+    from ._batch import AsyncBatchIterator, BatchIterator
     from ._options import RequestOptions
     from ._retry_policy import RetryPolicy
     from ._streams import AsyncCompletionStream, CompletionStream
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
     class ScaleCall(ScaleParams, RequestOptions, total=False):
         """A call's keyword arguments: the request's fields (``ScaleParams``) and the request options."""
 
-    from ._batch import AsyncBatchIterator, BatchIterator
     from ._results import Completion
     from ._scale_wire import ScaleWire
 
@@ -158,7 +158,10 @@ class Scale(SyncClient):
         ``tokens_per_minute`` pace the batch evenly, and 429s slow it down.
         """
         limits = (requests_per_minute, tokens_per_minute)
-        return self._complete_many(model, prompts, params, concurrency, ordered, return_exceptions, limits)
+        from ._batch import complete_many
+
+        client, each = self._batched(params)
+        return complete_many(client, model, prompts, each, concurrency, ordered, return_exceptions, limits)
 
 
 class AsyncScale(AsyncClient):
@@ -231,7 +234,10 @@ class AsyncScale(AsyncClient):
         Leaving the loop early and closing the iterator (``aclose()``) cancels the requests in flight.
         """
         limits = (requests_per_minute, tokens_per_minute)
-        return self._complete_many(model, prompts, params, concurrency, ordered, return_exceptions, limits)
+        from ._batch import acomplete_many
+
+        client, each = self._batched(params)
+        return acomplete_many(client, model, prompts, each, concurrency, ordered, return_exceptions, limits)
 
 
 CLIENTS = (Scale, AsyncScale)
