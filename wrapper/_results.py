@@ -182,7 +182,9 @@ class _Result:
         request_id = _field(data, "request_id", str, where)
         raw = _field(data, "raw", Mapping, where, optional=False)
         logprobs = _field(data, "logprobs", list, where)
-        headers = NO_HEADERS if request_id is None else ResponseHeaders(((b"x-request-id", request_id.encode()),))
+        headers = (
+            NO_HEADERS if request_id is None else ResponseHeaders(((b"x-request-id", request_id.encode()),))
+        )
         return cls(
             text,
             finish_reason,
@@ -199,6 +201,9 @@ def _logprob_dict(logprob: TokenLogprob) -> dict[str, Any]:
     return {"token": logprob.token, "logprob": logprob.logprob, "top_logprobs": top}
 
 
+_KINDS = {str: "a string", int: "an integer", list: "a list", Mapping: "a mapping"}
+
+
 def _field(data: Mapping[str, Any], name: str, kind: type, where: str, *, optional: bool = True) -> Any:
     """``data[name]``, checked to be a ``kind`` (or None when ``optional``); ``ValueError`` naming it."""
     if name not in data:
@@ -207,7 +212,7 @@ def _field(data: Mapping[str, Any], name: str, kind: type, where: str, *, option
     if value is None and optional:
         return None
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        rule = f"a {kind.__name__}" + (" or None" if optional else "")
+        rule = _KINDS[kind] + (" or None" if optional else "")
         raise ValueError(f"{where}: {name!r} must be {rule}; got {value!r}")
     return value
 
@@ -236,7 +241,7 @@ def _number(value: Any) -> float:
 
 
 def _raw_model(raw_type: str, raw: Mapping[str, Any], where: str) -> Any:
-    """``raw`` parsed by the generated class named ``raw_type`` (only classes of ``generated`` are looked up)."""
+    """``raw`` parsed by the generated class named ``raw_type`` (looked up in ``generated`` only)."""
     from importlib import import_module
 
     module, _, name = raw_type.rpartition(".")
