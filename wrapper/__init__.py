@@ -1,7 +1,8 @@
 """Typed clients for Gradient's and Scale GP's completion APIs: ``wrapper.gradient``, ``wrapper.scale``.
 
-The result classes are importable from here; they load on first use, so that importing a client
-module stays as cheap as importing httpx.
+The result classes and the default HTTP clients (``DefaultHttpxClient``, ``DefaultAsyncHttpxClient``)
+are importable from here; they load on first use, so that importing a client module stays as cheap
+as importing httpx.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._batch import AsyncBatchIterator, BatchIterator, BatchResult, BatchStats
+    from ._http_clients import DefaultAsyncHttpxClient, DefaultHttpxClient
     from ._results import Completion, CompletionChunk, TokenLogprob
 
 __all__ = [
@@ -20,6 +22,8 @@ __all__ = [
     "BatchStats",
     "Completion",
     "CompletionChunk",
+    "DefaultAsyncHttpxClient",
+    "DefaultHttpxClient",
     "TokenLogprob",
 ]
 
@@ -31,6 +35,8 @@ _LAZY = {
     "BatchStats": "._batch_stats",
     "Completion": "._results",
     "CompletionChunk": "._results",
+    "DefaultAsyncHttpxClient": "._http_clients",
+    "DefaultHttpxClient": "._http_clients",
     "TokenLogprob": "._results",
 }
 
