@@ -155,7 +155,8 @@ class _Result:
             "logprobs": None if self.logprobs is None else [_logprob_dict(lp) for lp in self.logprobs],
             "request_id": self.request_id,
             "raw": raw.to_dict(),
-            "raw_type": f"{type(raw).__module__}.{type(raw).__qualname__}",
+            # the models package's name for it (generated/<api>/models/ re-exports each class)
+            "raw_type": f"{type(raw).__module__.rpartition('.')[0]}.{type(raw).__qualname__}",
         }
 
     def to_json(self, *, indent: int | None = 2) -> str:
