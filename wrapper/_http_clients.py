@@ -12,6 +12,8 @@ given, which are ``httpx.Client``'s (``httpx.AsyncClient``'s)::
 
 ``verify`` also takes the path of a CA bundle (a PEM file or a directory of them), which httpx
 itself no longer does. The client's own ``timeout`` applies to its calls whatever the pool's is.
+An async client given an ``http_client`` sends everything through it, never through its faster
+aiohttp pool: pass one when you need httpx's features (a proxy, auth, event hooks, mounts).
 Named as in openai-python and the other Stainless SDKs, so their users find them.
 """
 
