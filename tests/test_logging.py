@@ -22,13 +22,21 @@ SECRET = "sk-very-secret-credential"
 SCRIPT = """
 import asyncio
 from wrapper import testing
-from wrapper.{module} import {cls}
+from wrapper.{module} import Async{cls}, {cls}
 
 testing.set_testing(True)  # the retry is made at once
-client = {cls}({credentials}, base_url={base_url!r})
-result = client.complete({model!r}, "Alice", {max_tokens}=3)
-if asyncio.iscoroutine(result):
-    asyncio.run(result)
+
+
+async def main() -> None:
+    async with Async{cls}({credentials}, base_url={base_url!r}) as client:
+        await client.complete({model!r}, "Alice", {max_tokens}=3)
+
+
+if {is_async}:
+    asyncio.run(main())
+else:
+    with {cls}({credentials}, base_url={base_url!r}) as client:
+        client.complete({model!r}, "Alice", {max_tokens}=3)
 """
 CASES = {
     "scale": ("Scale", f"api_key={SECRET!r}", "llama-3-8b-instruct", SCALE_API),
@@ -49,7 +57,8 @@ def run_client(sandbox: Sandbox, api: str, mode: str, value: str) -> str:
     base_url = sandbox.scale_base_url if api == "scale" else sandbox.gradient_base_url
     code = SCRIPT.format(
         module=api,
-        cls=("Async" if mode == "async" else "") + cls,
+        cls=cls,
+        is_async=mode == "async",
         credentials=credentials,
         base_url=base_url,
         model=model,
