@@ -19,7 +19,7 @@ SCALE_MODEL, GRADIENT_MODEL = "llama-3-8b-instruct", "nous-hermes2"
 
 def assert_round_trips(result: Completion | CompletionChunk) -> dict[str, Any]:
     """``result`` through ``to_json``, ``json.loads`` and ``from_dict`` comes back equal, raw included."""
-    data = json.loads(result.to_json())
+    data: dict[str, Any] = json.loads(result.to_json())
     assert data == result.to_dict()
     back = type(result).from_dict(data)
     assert back == result
