@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, Type
 
 import httpx
 
-from . import _attempts, _logging, _telemetry
+from . import _attempts, _telemetry
 from ._checkout import CheckoutTransport
 from ._errors_map import Malformed, connection_error, invalid, is_transport_failure
 from ._exceptions import APIStatusError
@@ -209,7 +209,9 @@ class _ClientCore:
         max_retries: int,
         default_headers: Mapping[str, str] | None,
     ) -> None:
-        _logging.setup_logging(self.API)  # SGP_CLIENT_LOG, GRADIENT_LOG: once per API, on its first client
+        from ._logging import setup_logging  # SGP_CLIENT_LOG, GRADIENT_LOG: read on an API's first client
+
+        setup_logging(self.API)
         self._wire = wire
         self._base_url = _checked_base_url(settings.base_url, self.API)
         self._headers = {"User-Agent": user_agent(), **checked_headers(default_headers), **settings.headers}
