@@ -1,7 +1,8 @@
 """Typed clients for Gradient's and Scale GP's completion APIs: ``wrapper.gradient``, ``wrapper.scale``.
 
-The result classes are importable from here; they load on first use, so that importing a client
-module stays as cheap as importing httpx.
+The result classes and the default HTTP clients (``DefaultHttpxClient``, ``DefaultAsyncHttpxClient``)
+are importable from here; they load on first use, so that importing a client module stays as cheap
+as importing httpx.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._batch import AsyncBatchIterator, BatchIterator, BatchResult, BatchStats
+    from ._http_clients import DefaultAsyncHttpxClient, DefaultHttpxClient
     from ._options import RequestOptions
     from ._raw import RawResponse, StreamingResponse
     from ._results import Completion, CompletionChunk, TokenLogprob
@@ -28,6 +30,8 @@ __all__ = [
     "Completion",
     "CompletionChunk",
     "CompletionStream",
+    "DefaultAsyncHttpxClient",
+    "DefaultHttpxClient",
     "RawResponse",
     "RequestOptions",
     "RetryPolicy",
@@ -43,6 +47,8 @@ _LAZY = {
     "BatchStats": "._batch_stats",
     "Completion": "._results",
     "CompletionChunk": "._results",
+    "DefaultAsyncHttpxClient": "._http_clients",
+    "DefaultHttpxClient": "._http_clients",
     "TokenLogprob": "._results",
     "AsyncCompletionStream": "._streams",
     "ClientClosedError": "._transport",

@@ -195,6 +195,9 @@ class _ClientCore:
         default_headers: Mapping[str, str] | None,
         options: dict[str, Any],
     ) -> None:
+        from ._logging import setup_logging  # SGP_CLIENT_LOG, GRADIENT_LOG: read on an API's first client
+
+        setup_logging(self.API)
         self._wire = wire
         self._base_url = _checked_base_url(settings.base_url, self.API)
         self._headers = {"User-Agent": user_agent(), **checked_headers(default_headers)}
