@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
@@ -19,7 +20,18 @@ from ._pacing import MAX_TOKENS_PARAMS
 if TYPE_CHECKING:
     from ._results import Completion, CompletionChunk
 
-__all__ = ["Api", "api", "call_params", "generation_info", "sandbox_context", "token_usage"]
+__all__ = [
+    "Api",
+    "Clients",
+    "api",
+    "call_params",
+    "client_options",
+    "generation_info",
+    "sandbox_context",
+    "token_usage",
+]
+
+C = TypeVar("C")
 
 STOP_KEYWORDS = ("stop_sequences", "stop")
 """Names an API's stop-sequence keyword may have in its generated ``KEYWORDS`` table, in that order."""
@@ -112,3 +124,44 @@ def sandbox_context(base_url: str, api: Api, model: str) -> int | None:
     except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):
         return None
     return context if isinstance(context, int) and not isinstance(context, bool) else None
+
+
+class Clients:
+    """An adapter's sync and async clients: the ones passed in, else built on first use and kept."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._built: dict[type[Any], Any] = {}
+
+    def get(self, given: C | None, cls: type[C], settings: Callable[[], Mapping[str, Any]]) -> C:
+        """``given``, else this adapter's ``cls`` client built with ``settings()``."""
+        if given is not None:
+            return given
+        with self._lock:
+            if cls not in self._built:
+                self._built[cls] = cls(**settings())
+            client: C = self._built[cls]
+            return client
+
+    def close(self) -> None:
+        """Close the sync clients built here (those passed in are their owner's to close)."""
+        for client in self._take(is_async=False):
+            client.close()
+
+    async def aclose(self) -> None:
+        """Close the async clients built here."""
+        for client in self._take(is_async=True):
+            await client.close()
+
+    def _take(self, *, is_async: bool) -> list[Any]:
+        with self._lock:
+            taken = [cls for cls in self._built if cls.__name__.startswith("Async") == is_async]
+            return [self._built.pop(cls) for cls in taken]
+
+
+def client_options(timeout: float | None, max_retries: int) -> dict[str, Any]:
+    """The clients' ``timeout``/``max_retries`` arguments; ``timeout=None`` leaves the client's default."""
+    options: dict[str, Any] = {"max_retries": max_retries}
+    if timeout is not None:
+        options["timeout"] = timeout
+    return options

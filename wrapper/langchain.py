@@ -15,7 +15,6 @@ own (``wrapper.errors``), so ``with_retry``/``with_fallbacks`` can tell them apa
 from __future__ import annotations
 
 import contextvars
-import threading
 import warnings
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import aclosing, closing
@@ -71,8 +70,7 @@ class _CompletionsLLM(BaseLLM):
     model_config = ConfigDict(populate_by_name=True, arbitrary_types_allowed=True, extra="forbid")
 
     _api_name: ClassVar[str]
-    _built: dict[str, Any] = PrivateAttr(default_factory=dict)
-    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _clients: _adapter.Clients = PrivateAttr(default_factory=_adapter.Clients)
 
     @model_validator(mode="before")
     @classmethod
@@ -98,20 +96,11 @@ class _CompletionsLLM(BaseLLM):
         raise NotImplementedError
 
     def _settings(self) -> dict[str, Any]:
-        """The constructor arguments of this API's clients."""
+        """The constructor arguments of this API's clients: credentials and URL, then the options."""
         raise NotImplementedError
 
-    def _made(self, key: str, given: Any, cls: type[Any]) -> Any:
-        """The client passed as ``key``, else one built from the settings on first use (and kept)."""
-        if given is not None:
-            return given
-        with self._lock:
-            if key not in self._built:
-                options: dict[str, Any] = {"max_retries": self.max_retries}
-                if self.timeout is not None:
-                    options["timeout"] = self.timeout
-                self._built[key] = cls(**self._settings(), **options)
-            return self._built[key]
+    def _options(self) -> dict[str, Any]:
+        return _adapter.client_options(self.timeout, self.max_retries)
 
     @property
     def _client(self) -> Scale | Gradient:
@@ -127,17 +116,11 @@ class _CompletionsLLM(BaseLLM):
 
     def close(self) -> None:
         """Close the sync client this model built (one passed as ``client`` is yours to close)."""
-        with self._lock:
-            client = self._built.pop("client", None)
-        if client is not None:
-            client.close()
+        self._clients.close()
 
     async def aclose(self) -> None:
         """Close the async client this model built (one passed as ``async_client`` is yours to close)."""
-        with self._lock:
-            client = self._built.pop("async_client", None)
-        if client is not None:
-            await client.close()
+        await self._clients.aclose()
 
     # batch and abatch: every prompt in one generate call, hence one complete_many
 
@@ -337,17 +320,15 @@ class ScaleLLM(_CompletionsLLM):
 
     def _settings(self) -> dict[str, Any]:
         key = self.api_key.get_secret_value() if self.api_key is not None else None
-        return {"api_key": key, "account_id": self.account_id, "base_url": self.base_url}
+        return {"api_key": key, "account_id": self.account_id, "base_url": self.base_url, **self._options()}
 
     @property
     def _client(self) -> Scale:
-        client: Scale = self._made("client", self.client, Scale)
-        return client
+        return self._clients.get(self.client, Scale, self._settings)
 
     @property
     def _async_client(self) -> AsyncScale:
-        client: AsyncScale = self._made("async_client", self.async_client, AsyncScale)
-        return client
+        return self._clients.get(self.async_client, AsyncScale, self._settings)
 
 
 class GradientLLM(_CompletionsLLM):
@@ -401,14 +382,13 @@ class GradientLLM(_CompletionsLLM):
             "access_token": token.get_secret_value() if token is not None else None,
             "workspace_id": self.gradient_workspace_id,
             "base_url": self.gradient_api_url,
+            **self._options(),
         }
 
     @property
     def _client(self) -> Gradient:
-        client: Gradient = self._made("client", self.client, Gradient)
-        return client
+        return self._clients.get(self.client, Gradient, self._settings)
 
     @property
     def _async_client(self) -> AsyncGradient:
-        client: AsyncGradient = self._made("async_client", self.async_client, AsyncGradient)
-        return client
+        return self._clients.get(self.async_client, AsyncGradient, self._settings)

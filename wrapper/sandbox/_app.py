@@ -202,7 +202,8 @@ class SandboxApp:
         return JSONResponse(
             {
                 "gradient": [
-                    {"id": m.id, "guidance": m.guidance, "context": m.context} for m in _catalog.GRADIENT_MODELS
+                    {"id": m.id, "guidance": m.guidance, "context": m.context}
+                    for m in _catalog.GRADIENT_MODELS
                 ],
                 "scale": [{"id": m.id, "context": m.context} for m in _catalog.SCALE_MODELS],
             }
