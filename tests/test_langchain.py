@@ -313,3 +313,16 @@ except ImportError as exc:
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert "pip install 'completion-clients[langchain]'" in out
+
+
+def test_a_streaming_model_still_batches(sandbox: Sandbox) -> None:
+    llm = ScaleLLM(model=SCALE_MODEL, api_key=CREDENTIAL, base_url=sandbox.scale_base_url, streaming=True)
+    recorder = Recorder()
+    sandbox.inject(delay=0.05, rate=1.0)
+    answers = llm.batch(
+        ["Alice", "The Queen", "The Dodo"], config={"max_concurrency": 3, "callbacks": [recorder]}
+    )
+    llm.close()
+    assert len(answers) == 3
+    assert sandbox.stats().max_in_flight == 3
+    assert recorder.tokens == []

@@ -61,7 +61,8 @@ class _CompletionsLLM(BaseLLM):
     tokens_per_minute: float | None = None
     """Pace ``batch``/``abatch`` to this many tokens a minute (None: no token limit)."""
     streaming: bool = False
-    """``invoke``/``generate`` stream each completion, so callbacks see ``on_llm_new_token``."""
+    """``invoke`` (a ``generate`` of one prompt) streams, so callbacks see ``on_llm_new_token``; batches
+    of several prompts still go through ``complete_many``."""
     timeout: float | None = None
     """Seconds each attempt may take (None: the client's default)."""
     max_retries: int = DEFAULT_MAX_RETRIES
@@ -191,8 +192,8 @@ class _CompletionsLLM(BaseLLM):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> LLMResult:
-        if self.streaming:
-            return self._result([_joined(self._stream(p, stop, run_manager, **kwargs)) for p in prompts])
+        if self.streaming and len(prompts) == 1:
+            return self._result([_joined(self._stream(prompts[0], stop, run_manager, **kwargs))])
         params = self._params(stop, kwargs)
         if len(prompts) == 1 and not self._paced():
             return self._result([_generation(self._client.complete(self._model_name, prompts[0], **params))])
@@ -207,14 +208,11 @@ class _CompletionsLLM(BaseLLM):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> LLMResult:
-        if self.streaming:
-            generations = []
-            for prompt in prompts:
-                chunk: GenerationChunk | None = None
-                async for piece in self._astream(prompt, stop, run_manager, **kwargs):
-                    chunk = piece if chunk is None else chunk + piece
-                generations.append(_as_generation(chunk))
-            return self._result(generations)
+        if self.streaming and len(prompts) == 1:
+            chunk: GenerationChunk | None = None
+            async for piece in self._astream(prompts[0], stop, run_manager, **kwargs):
+                chunk = piece if chunk is None else chunk + piece
+            return self._result([_as_generation(chunk)])
         params = self._params(stop, kwargs)
         if len(prompts) == 1 and not self._paced():
             completion = await self._async_client.complete(self._model_name, prompts[0], **params)
