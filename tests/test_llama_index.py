@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+import respx
 from llama_index.core.chat_engine import SimpleChatEngine
 from llama_index.core.constants import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUTS
 from llama_index.core.llms import ChatMessage, MessageRole
@@ -19,7 +20,7 @@ from wrapper import errors
 from wrapper.gradient import Gradient
 from wrapper.llama_index import GradientBaseModelLLM, GradientLLM, GradientModelAdapterLLM, ScaleLLM
 from wrapper.sandbox import Sandbox, _catalog
-from wrapper.scale import Scale
+from wrapper.scale import AsyncScale, Scale
 
 SCALE_MODEL = "llama-3-8b-instruct"
 GRADIENT_MODEL = "nous-hermes2"
@@ -210,3 +211,15 @@ except ImportError as exc:
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert "pip install 'completion-clients[llama-index]'" in out
+
+
+async def test_metadata_asks_the_given_clients_server_and_never_the_vendor(
+    clean_env: None, sandbox: Sandbox
+) -> None:
+    async with AsyncScale(api_key=CREDENTIAL, base_url=sandbox.scale_base_url) as client:
+        llm = ScaleLLM(model=SCALE_MODEL, async_client=client)  # no credentials for a sync client
+        assert llm.metadata.context_window == {m.id: m.context for m in _catalog.SCALE_MODELS}[SCALE_MODEL]
+    with respx.mock:  # no route: a request to the vendor would fail the test
+        vendor = ScaleLLM(model=SCALE_MODEL, api_key=CREDENTIAL)
+        assert vendor.metadata.context_window == DEFAULT_CONTEXT_WINDOW
+        vendor.close()

@@ -41,7 +41,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
         "pip install 'completion-clients[llama-index]'"
     ) from exc
 
-from . import _adapter
+from . import _adapter, gradient, scale
 from ._base import DEFAULT_MAX_RETRIES
 from .gradient import AsyncGradient, Gradient
 from .scale import AsyncScale, Scale
@@ -118,10 +118,16 @@ class _CompletionsLLM(CustomLLM):
         )
 
     def _known_context(self) -> int | None:
+        """The sandbox's context window for the model, asked once; never asked of the vendor's own URL."""
         if self._context is None:
-            found = _adapter.sandbox_context(self._client.base_url, self._api, self._model_name)
+            url, vendor = self._urls()
+            found = None if url == vendor else _adapter.sandbox_context(url, self._api, self._model_name)
             self._context = _UNKNOWN if found is None else found
         return None if self._context == _UNKNOWN else self._context
+
+    def _urls(self) -> tuple[str, str]:
+        """The base URL of the clients (one given, else the sync one), and the API's default URL."""
+        raise NotImplementedError
 
     def _params(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         fields: dict[str, Any] = {"temperature": self.temperature}
@@ -244,6 +250,9 @@ class ScaleLLM(_CompletionsLLM):
     def _client(self) -> Scale:
         return self._clients.get(self.client, Scale, self._settings)
 
+    def _urls(self) -> tuple[str, str]:
+        return (self.client or self.async_client or self._client).base_url, scale.DEFAULT_BASE_URL
+
     @property
     def _async_client(self) -> AsyncScale:
         return self._clients.get(self.async_client, AsyncScale, self._settings)
@@ -302,6 +311,9 @@ class GradientLLM(_CompletionsLLM):
     @property
     def _client(self) -> Gradient:
         return self._clients.get(self.client, Gradient, self._settings)
+
+    def _urls(self) -> tuple[str, str]:
+        return (self.client or self.async_client or self._client).base_url, gradient.DEFAULT_BASE_URL
 
     @property
     def _async_client(self) -> AsyncGradient:
