@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -155,13 +156,11 @@ class Clients:
 
     def _take(self, *, is_async: bool) -> list[Any]:
         with self._lock:
-            taken = [cls for cls in self._built if cls.__name__.startswith("Async") == is_async]
+            taken = [cls for cls in self._built if inspect.iscoroutinefunction(cls.close) == is_async]
             return [self._built.pop(cls) for cls in taken]
 
 
-def client_options(timeout: float | None, max_retries: int) -> dict[str, Any]:
-    """The clients' ``timeout``/``max_retries`` arguments; ``timeout=None`` leaves the client's default."""
-    options: dict[str, Any] = {"max_retries": max_retries}
-    if timeout is not None:
-        options["timeout"] = timeout
-    return options
+def client_options(timeout: float | None, max_retries: int | None) -> dict[str, Any]:
+    """The clients' ``timeout``/``max_retries`` arguments, those given (the others: the client's default)."""
+    options = {"timeout": timeout, "max_retries": max_retries}
+    return {key: value for key, value in options.items() if value is not None}

@@ -35,7 +35,6 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
     ) from exc
 
 from . import _adapter
-from ._base import DEFAULT_MAX_RETRIES
 from .gradient import AsyncGradient, Gradient
 from .scale import AsyncScale, Scale
 
@@ -65,8 +64,8 @@ class _CompletionsLLM(BaseLLM):
     of several prompts still go through ``complete_many``."""
     timeout: float | None = None
     """Seconds each attempt may take (None: the client's default)."""
-    max_retries: int = DEFAULT_MAX_RETRIES
-    """How many times the client retries a failed request."""
+    max_retries: int | None = None
+    """How many times the client retries a failed request (None: the client's default)."""
 
     model_config = ConfigDict(populate_by_name=True, arbitrary_types_allowed=True, extra="forbid")
 

@@ -42,7 +42,6 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
     ) from exc
 
 from . import _adapter, gradient, scale
-from ._base import DEFAULT_MAX_RETRIES
 from .gradient import AsyncGradient, Gradient
 from .scale import AsyncScale, Scale
 
@@ -71,7 +70,9 @@ class _CompletionsLLM(CustomLLM):
     )
     is_chat_model: bool = Field(default=False, description="Whether the model is a chat model.")
     timeout: float | None = Field(default=None, description="Seconds per attempt (None: the client's).")
-    max_retries: int = Field(default=DEFAULT_MAX_RETRIES, description="Retries of a failed request.")
+    max_retries: int | None = Field(
+        default=None, description="Retries of a failed request (None: the client's)."
+    )
 
     _api_name: ClassVar[str]
     _clients: _adapter.Clients = PrivateAttr(default_factory=_adapter.Clients)
