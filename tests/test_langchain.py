@@ -326,3 +326,13 @@ def test_a_streaming_model_still_batches(sandbox: Sandbox) -> None:
     assert len(answers) == 3
     assert sandbox.stats().max_in_flight == 3
     assert recorder.tokens == []
+
+
+def test_credentials_stay_out_of_repr_and_serialisation() -> None:
+    secret = "sk-secret-1234567890"
+    scale = ScaleLLM(model=SCALE_MODEL, api_key=secret)
+    gradient = GradientLLM(model=GRADIENT_MODEL, gradient_access_token=secret, gradient_workspace_id="ws")
+    for llm in (scale, gradient):
+        assert secret not in repr(llm)
+        assert secret not in str(llm.asdict())
+        assert secret not in llm.model_dump_json()

@@ -223,3 +223,12 @@ async def test_metadata_asks_the_given_clients_server_and_never_the_vendor(
         vendor = ScaleLLM(model=SCALE_MODEL, api_key=CREDENTIAL)
         assert vendor.metadata.context_window == DEFAULT_CONTEXT_WINDOW
         vendor.close()
+
+
+def test_credentials_stay_out_of_repr_and_serialisation() -> None:
+    secret = "sk-secret-1234567890"
+    scale = ScaleLLM(model=SCALE_MODEL, api_key=secret)
+    gradient = GradientLLM(model=GRADIENT_MODEL, access_token=secret, workspace_id="ws")
+    for llm in (scale, gradient):
+        assert secret not in repr(llm)
+        assert secret not in llm.to_json()
