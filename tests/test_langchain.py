@@ -127,10 +127,20 @@ async def test_streaming_invoke_reports_tokens(sandbox: Sandbox, scale_client: S
     recorder = Recorder()
     config: Any = {"callbacks": [recorder]}
     text = await run(llm, mode, "invoke", "Alice", temperature=0, config=config)
+    result = await run(llm, mode, "generate", ["Alice"], temperature=0)
     await llm.aclose()
     llm.close()
     assert len(recorder.tokens) > 1
     assert text == "".join(recorder.tokens) == expected_scale(scale_client, "Alice")
+    expected = scale_client.complete(SCALE_MODEL, "Alice", temperature=0, max_tokens=16)
+    info = result.generations[0][0].generation_info
+    assert info == {
+        "finish_reason": expected.finish_reason,
+        "prompt_tokens": expected.prompt_tokens,
+        "response_tokens": expected.response_tokens,
+        "request_id": info["request_id"],
+    }
+    assert info["request_id"].count("sandbox-") == 1  # the stream's own, not one per chunk joined
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])

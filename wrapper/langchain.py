@@ -268,7 +268,10 @@ def _generation(completion: Completion) -> Generation:
 
 
 def _chunk(piece: CompletionChunk) -> GenerationChunk:
-    return GenerationChunk(text=piece.text, generation_info=_adapter.generation_info(piece) or None)
+    """A LangChain chunk; only the last (with the finish reason) has ``generation_info``, since adding
+    chunks joins the values of their infos (a request id on each would be repeated)."""
+    last = piece.finish_reason is not None
+    return GenerationChunk(text=piece.text, generation_info=_adapter.generation_info(piece) if last else None)
 
 
 def _joined(chunks: Iterator[GenerationChunk]) -> Generation:
