@@ -150,7 +150,7 @@ async def test_a_batch_is_one_complete_many_with_max_concurrency_in_flight(
     prompts = [f"Alice number {i}" for i in range(50)]
     recorder = Recorder()
     config: Any = {"max_concurrency": 10, "callbacks": [recorder]}
-    sandbox.inject(delay=0.1, rate=1.0)  # every request held, so that they overlap
+    sandbox.inject(delay=0.2, rate=1.0)  # every request held, so that they overlap
     answers = await run(chain(scale_llm), mode, "batch", [{"topic": p} for p in prompts], config=config)
     assert sandbox.stats().max_in_flight == 10
     assert recorder.batch_sizes == [50] * 50  # one generate call for all, not chunks of max_concurrency
@@ -328,7 +328,7 @@ except ImportError as exc:
 def test_a_streaming_model_still_batches(sandbox: Sandbox) -> None:
     llm = ScaleLLM(model=SCALE_MODEL, api_key=CREDENTIAL, base_url=sandbox.scale_base_url, streaming=True)
     recorder = Recorder()
-    sandbox.inject(delay=0.05, rate=1.0)
+    sandbox.inject(delay=0.2, rate=1.0)
     answers = llm.batch(
         ["Alice", "The Queen", "The Dodo"], config={"max_concurrency": 3, "callbacks": [recorder]}
     )
