@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
-from ._pacing import MAX_TOKENS_PARAMS
-
 if TYPE_CHECKING:
     from ._results import Completion, CompletionChunk
 
@@ -36,6 +34,8 @@ C = TypeVar("C")
 
 STOP_KEYWORDS = ("stop_sequences", "stop")
 """Names an API's stop-sequence keyword may have in its generated ``KEYWORDS`` table, in that order."""
+MAX_TOKENS_KEYWORDS = ("max_tokens", "max_generated_token_count")
+"""Names of the keyword that caps the generated tokens (Scale's, Gradient's), found the same way."""
 PROBE_TIMEOUT = 2.0
 """Seconds to wait for the sandbox's model list when asking a server for a model's context window."""
 
@@ -62,7 +62,7 @@ def api(name: str) -> Api:
         name,
         frozenset(keywords),
         next((k for k in STOP_KEYWORDS if k in keywords), None),
-        next((k for k in MAX_TOKENS_PARAMS if k in keywords), None),
+        next((k for k in MAX_TOKENS_KEYWORDS if k in keywords), None),
     )
 
 
