@@ -57,7 +57,10 @@ _UNKNOWN = -1
 class _CompletionsLLM(CustomLLM):
     """The machinery both models share: parameters, clients, metadata, completions and streams."""
 
-    max_tokens: int | None = Field(default=None, description="Tokens to generate at most (the API's bound).")
+    max_tokens: int | None = Field(
+        default=None,
+        description="Tokens to generate at most (Scale's max_tokens, Gradient's max_generated_token_count).",
+    )
     temperature: float | None = Field(default=None, description="Sampling temperature (None: the server's).")
     additional_kwargs: dict[str, Any] = Field(
         default_factory=dict, description="Other keyword arguments of the client's complete."
