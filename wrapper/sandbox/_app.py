@@ -211,8 +211,11 @@ class SandboxApp:
     async def _list_models(self, request: Request) -> Response:
         return JSONResponse(
             {
-                "gradient": [{"id": m.id, "guidance": m.guidance} for m in _catalog.GRADIENT_MODELS],
-                "scale": [{"id": m.id} for m in _catalog.SCALE_MODELS],
+                "gradient": [
+                    {"id": m.id, "guidance": m.guidance, "context": m.context}
+                    for m in _catalog.GRADIENT_MODELS
+                ],
+                "scale": [{"id": m.id, "context": m.context} for m in _catalog.SCALE_MODELS],
             }
         )
 
