@@ -6,15 +6,15 @@ their own extra.
 
 from __future__ import annotations
 
-import functools
-import importlib
 import inspect
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
+
+from . import _api
+from ._api import Api
 
 if TYPE_CHECKING:
     from ._results import Completion, CompletionChunk
@@ -32,38 +32,13 @@ __all__ = [
 
 C = TypeVar("C")
 
-STOP_KEYWORDS = ("stop_sequences", "stop")
-"""Names an API's stop-sequence keyword may have in its generated ``KEYWORDS`` table, in that order."""
-MAX_TOKENS_KEYWORDS = ("max_tokens", "max_generated_token_count")
-"""Names of the keyword that caps the generated tokens (Scale's, Gradient's), found the same way."""
 PROBE_TIMEOUT = 2.0
 """Seconds to wait for the sandbox's model list when asking a server for a model's context window."""
 
 
-@dataclass(frozen=True)
-class Api:
-    """One API's facts the adapters need, read from its generated parameter table."""
-
-    name: str
-    """``scale`` or ``gradient``."""
-    keywords: frozenset[str]
-    """The keyword arguments of ``complete``."""
-    stop_keyword: str | None
-    """The keyword of ``complete`` that takes stop sequences; None when the API has none."""
-    max_tokens_keyword: str | None
-    """The keyword of ``complete`` that bounds the generated tokens."""
-
-
-@functools.cache
 def api(name: str) -> Api:
-    """The facts of API ``name`` (``scale`` or ``gradient``), from ``generated/<name>/params.py``."""
-    keywords = importlib.import_module(f"generated.{name}.params").KEYWORDS
-    return Api(
-        name,
-        frozenset(keywords),
-        next((k for k in STOP_KEYWORDS if k in keywords), None),
-        next((k for k in MAX_TOKENS_KEYWORDS if k in keywords), None),
-    )
+    """The descriptor of API ``name`` (``wrapper._api``): its stop and max-tokens keywords, its rules, ..."""
+    return _api.get(name)
 
 
 def call_params(
@@ -76,15 +51,15 @@ def call_params(
     stops = list(stop if stop is not None else given or ())
     if not stops:
         return params
-    if api.stop_keyword is None:
+    if api.stop is None:
         raise ValueError(
             f"stop: {api.name.title()}'s API has no stop sequences, so stop={stops!r} cannot be sent; "
             "leave stop out (or cut the text yourself)"
         )
-    other = params.get(api.stop_keyword)
+    other = params.get(api.stop)
     if other is not None and list(other) != stops:
-        raise ValueError(f"stop={stops!r} and {api.stop_keyword}={list(other)!r} disagree: give one of them")
-    params[api.stop_keyword] = stops
+        raise ValueError(f"stop={stops!r} and {api.stop}={list(other)!r} disagree: give one of them")
+    params[api.stop] = stops
     return params
 
 

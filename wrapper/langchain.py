@@ -79,7 +79,7 @@ class _CompletionsLLM(BaseLLM):
         ``model_kwargs``; anything else unknown is refused by the model."""
         if not isinstance(values, dict):
             return values
-        keywords = _adapter.api(cls._api_name).keywords
+        keywords = _adapter.api(cls._api_name).rules().keys()
         given = {k: values[k] for k in values if k in keywords and k not in cls.model_fields}
         if not given:
             return values

@@ -135,8 +135,7 @@ class _CompletionsLLM(CustomLLM):
 
     def _params(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         fields: dict[str, Any] = {"temperature": self.temperature}
-        if self._api.max_tokens_keyword is not None:
-            fields[self._api.max_tokens_keyword] = self.max_tokens
+        fields[self._api.max_tokens] = self.max_tokens
         defaults = {k: v for k, v in fields.items() if v is not None} | self.additional_kwargs
         return _adapter.call_params(self._api, defaults, None, kwargs)
 
