@@ -280,7 +280,7 @@ class _Counted(Attempts):
         # A forgiven 429 is retried even when the budget is spent (unless there is none at all).
         retries = self.retries if counted else min(self.retries, max(self.max_retries - 1, 0))
         try:
-            delay = retry_or_raise(error, retries, self.max_retries)
+            delay = retry_or_raise(error, retries, self.max_retries, self.options.retry)
         except APIError:
             tally.add("failed")
             raise
@@ -289,7 +289,7 @@ class _Counted(Attempts):
             self.retries += 1
         else:
             self.forgiven += 1
-        return delay
+        return self.deadline_allows(error, delay)
 
 
 class _Paced(_Counted):
@@ -375,16 +375,18 @@ class _Window(Generic[F]):
     def add(self, future: F, index: int) -> None:
         self._pending[future] = index
 
-    def pop_done(self) -> list[tuple[int, F]]:
-        """Remove and return the finished requests that may be handed back now."""
-        done = []
+    def pop_done(self) -> Iterator[tuple[int, F]]:
+        """Remove and yield, one at a time, the finished requests that may be handed back now.
+
+        One at a time: those a consumer stops before are still in the window, so the batch's end
+        collects them (and their errors) with the rest.
+        """
         for future in list(self._pending):
             if not future.done():
                 if self._ordered:
-                    break
+                    return
                 continue
-            done.append((self._pending.pop(future), future))
-        return done
+            yield self._pending.pop(future), future
 
 
 def _result(index: int, future: _Pending, keep: bool) -> BatchResult:

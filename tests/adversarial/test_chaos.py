@@ -20,7 +20,7 @@ import httpx
 import pytest
 from helpers import batch_threads, wait_until
 
-from wrapper import BatchResult, _retry
+from wrapper import BatchResult, RetryPolicy, _retry
 from wrapper._batch import FORGIVEN_429S
 from wrapper.errors import APIResponseValidationError, BadRequestError, ContentFlaggedError
 from wrapper.sandbox import Sandbox
@@ -44,10 +44,8 @@ BATCH: dict[str, Any] = {"concurrency": 32, "return_exceptions": True}
 MAX_RETRIES = 3
 
 
-@pytest.fixture
-def fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Backoff from 10 ms instead of 500 ms: the run tests outcomes and budgets, not the waits."""
-    monkeypatch.setattr(_retry, "INITIAL_DELAY", 0.01)
+FAST_BACKOFF = RetryPolicy(initial_backoff=0.01, max_backoff=0.16)
+"""Backoff from 10 ms instead of 500 ms: the run tests outcomes and budgets, not the waits."""
 
 
 def _inject(fault_sandbox: Sandbox, api: str) -> None:
@@ -105,7 +103,6 @@ def _check(
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.usefixtures("fast_backoff")
 def test_sync_scale_batch_survives_chaos(fault_sandbox: Sandbox) -> None:
     """In input order (``ordered=True``), on httpx's own pool."""
     _inject(fault_sandbox, "scale")
@@ -113,7 +110,12 @@ def test_sync_scale_batch_survives_chaos(fault_sandbox: Sandbox) -> None:
     with (
         httpx.Client(transport=tap) as http,  # the caller's client: the caller closes it
         sandbox_client(
-            fault_sandbox, "scale", timeout=TIMEOUT, max_retries=MAX_RETRIES, http_client=http
+            fault_sandbox,
+            "scale",
+            timeout=TIMEOUT,
+            max_retries=MAX_RETRIES,
+            retry=FAST_BACKOFF,
+            http_client=http,
         ) as scale,
     ):
         results = list(scale.complete_many(MODELS["scale"], _prompts(), **BATCH, ordered=True, max_tokens=4))
@@ -123,12 +125,16 @@ def test_sync_scale_batch_survives_chaos(fault_sandbox: Sandbox) -> None:
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.usefixtures("fast_backoff")
 async def test_async_gradient_batch_survives_chaos(fault_sandbox: Sandbox) -> None:
     """As they finish, on the default client (its aiohttp lane, which no tap can see: outcomes only)."""
     _inject(fault_sandbox, "gradient")
     gradient = sandbox_client(
-        fault_sandbox, "gradient", asynchronous=True, timeout=TIMEOUT, max_retries=MAX_RETRIES
+        fault_sandbox,
+        "gradient",
+        asynchronous=True,
+        timeout=TIMEOUT,
+        max_retries=MAX_RETRIES,
+        retry=FAST_BACKOFF,
     )
     async with gradient:
         batch = gradient.complete_many(MODELS["gradient"], _prompts(), **BATCH, max_generated_token_count=4)

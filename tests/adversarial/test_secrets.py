@@ -88,9 +88,10 @@ def test_a_sync_session_never_shows_a_credential(fault_sandbox: Sandbox, seen: S
         seen.outcome(gradient.complete, GRADIENT_MODEL, "Is Alice tired?", guidance=["yes", "no"])
         seen.outcome(lambda: list(gradient.stream(GRADIENT_MODEL, "Alice")))
         for api, client, model in (("scale", scale, SCALE_MODEL), ("gradient", gradient, GRADIENT_MODEL)):
-            fault_sandbox.inject(status=503, count=1, api=api)
+            fault_sandbox.inject(status=503, count=1, api=api)  # queued rules compose: one at a time
+            seen.outcome(client.complete, model, "retried after a 503, then fine")
             fault_sandbox.inject(status=429, retry_after=1, count=1, api=api)
-            seen.outcome(client.complete, model, "retried twice, then fine")
+            seen.outcome(client.complete, model, "retried after a 429, then fine")
             for fault in (
                 {"status": 503, "count": 3},
                 {"reset": True, "count": 3},
