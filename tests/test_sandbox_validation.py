@@ -30,7 +30,8 @@ def _load(path: Path) -> dict[str, Any]:
 def request_schema(spec: dict[str, Any], api: str) -> dict[str, Any]:
     """The object schema of the request body the sandbox validates for ``api``, in a spec as published."""
     operation = registry()[api].operation
-    schema = spec["paths"][operation.path][operation.method]["requestBody"]["content"]["application/json"]["schema"]
+    body = spec["paths"][operation.path][operation.method]["requestBody"]
+    schema = body["content"]["application/json"]["schema"]
     while "$ref" in schema:
         schema = spec["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
     return schema

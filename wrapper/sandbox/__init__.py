@@ -170,7 +170,7 @@ def _app(
     for option, value in given.items():
         if value is not None and (not value or value.strip() != value):
             raise ValueError(f"{option} must be a non-empty string without surrounding spaces, not {value!r}")
-    credentials = {name: given[handler.credential_option] for name, handler in registry().items()}
+    credentials = {name: given.get(handler.credential_option) for name, handler in registry().items()}
     return SandboxApp(seed, rpm=rpm, tpm=tpm, credentials=credentials, any_model=any_model)
 
 

@@ -29,7 +29,7 @@ import threading
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
-from .._api import NAMES
+from .. import _api
 
 
 @dataclass(frozen=True)
@@ -72,8 +72,8 @@ class Rule:
     model: str | None = None
 
     def __post_init__(self) -> None:
-        if self.api is not None and self.api not in NAMES:
-            raise ValueError(f"api must be {' or '.join(map(repr, NAMES))}, not {self.api!r}")
+        if self.api is not None and self.api not in _api.NAMES:
+            raise ValueError(f"api must be {' or '.join(map(repr, _api.NAMES))}, not {self.api!r}")
         if not 0.0 <= self.rate <= 1.0:
             raise ValueError(f"rate must be between 0 and 1, not {self.rate}")
 

@@ -28,7 +28,7 @@ class ScaleHandler(Handler):
 
     name = "scale"
     title = "Scale"
-    operation = Operation("scale", "/v4/models/{model_deployment_id}/completions", "post", ("body",))
+    operation = Operation(name, "/v4/models/{model_deployment_id}/completions", "post", ("body",))
     models = MODELS
     models_label = "deployments"
     headers_help = "x-api-key: <any>"
