@@ -66,8 +66,8 @@ __all__ = ["HELP", "Exchange", "Fault", "Sandbox", "Stats", "serve"]
 def _help() -> str:
     handlers = registry().values()
     apis = "\n\n".join(handler.help() for handler in handlers)
-    flags = " / ".join(f"--{h.credential_option.replace('_', '-')} {h.credential_metavar}" for h in handlers)
-    keywords = ", ".join(f"{h.credential_option}=..." for h in handlers)
+    flags = " / ".join(f"{h.checked.flag} {h.credential_metavar}" for h in handlers)
+    keywords = ", ".join(f"{h.checked.keyword}=..." for h in handlers)
     per_credential = ", ".join(f"{h.title}'s {h.credential_help}" for h in handlers)
     default_max = ", ".join(f"{h.title} {h.default_max_tokens}" for h in handlers)
     faults = (_FAULTS_DOC or "").split("\n\n", 1)[1]
@@ -170,7 +170,7 @@ def _app(
     for option, value in given.items():
         if value is not None and (not value or value.strip() != value):
             raise ValueError(f"{option} must be a non-empty string without surrounding spaces, not {value!r}")
-    credentials = {name: given.get(handler.credential_option) for name, handler in registry().items()}
+    credentials = {name: given.get(handler.checked.keyword) for name, handler in registry().items()}
     return SandboxApp(seed, rpm=rpm, tpm=tpm, credentials=credentials, any_model=any_model)
 
 

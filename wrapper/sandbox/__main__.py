@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> None:
     handlers = registry().values()
     for handler in handlers:
         parser.add_argument(
-            "--" + handler.credential_option.replace("_", "-"),
+            handler.checked.flag,
             metavar=handler.credential_metavar,
             help=f"accept only this {handler.title} {handler.credential_help}; others get 401 "
             f"(default: any but {REJECTED_CREDENTIAL!r})",
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
             args.seed,
             rpm=args.rpm,
             tpm=args.tpm,
-            **{h.credential_option: getattr(args, h.credential_option) for h in handlers},
+            **{h.checked.keyword: getattr(args, h.checked.keyword) for h in handlers},
             any_model=args.any_model,
             faults=args.fault,
         )

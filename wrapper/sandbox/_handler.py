@@ -76,10 +76,10 @@ class Handler:
         return _api.get(self.name)
 
     @cached_property
-    def credential_option(self) -> str:
-        """The credential the sandbox checks: its descriptor's first, whose keyword is also ``Sandbox``'s
-        and ``serve``'s (dashed, the command line's flag) naming the one credential accepted."""
-        return self.api.credentials[0].keyword
+    def checked(self) -> _api.Credential:
+        """The credential the sandbox checks: its descriptor's first. Its keyword (and its flag) is also
+        ``Sandbox``'s and ``serve``'s (the command line's) naming the one credential accepted."""
+        return self.api.credentials[0]
 
     @cached_property
     def model_param(self) -> str:
