@@ -155,9 +155,9 @@ def test_a_missing_workspace_or_token_and_bad_json(recording_sandbox: Sandbox) -
 
 def test_the_sandbox_lists_its_models(recording_sandbox: Sandbox) -> None:
     models = httpx.get(f"{recording_sandbox.url}/_sandbox/models").json()
-    assert {"id": MODEL, "guidance": True} in models["gradient"]
-    assert {"id": "llama2-7b-chat", "guidance": False} in models["gradient"]
-    assert {"id": "llama-3-8b-instruct"} in models["scale"]
+    assert {"id": MODEL, "guidance": True, "context": 1024} in models["gradient"]
+    assert {"id": "llama2-7b-chat", "guidance": False, "context": 512} in models["gradient"]
+    assert {"id": "llama-3-8b-instruct", "context": 2048} in models["scale"]
 
 
 _HEADERS = {"authorization": "Bearer t", "x-gradient-workspace-id": "ws"}

@@ -15,7 +15,6 @@ from collections.abc import AsyncGenerator, Iterator
 from pathlib import Path
 from typing import Any
 
-import attrs
 import httpx
 import pytest
 from starlette.requests import Request
@@ -144,12 +143,9 @@ async def _words(words: list[str]) -> AsyncGenerator[str, None]:
 @pytest.fixture
 def echo_api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """A third API, ``echo``: its descriptor, its spec and its handler are all it has."""
-    descriptor = attrs.evolve(
-        _api.get("scale"),
-        name="echo",
-        credentials=(_api.Credential("echo_key", "ECHO_KEY", required=True),),
-        sandbox_path="/echo",
-    )
+    # what the sandbox reads of a descriptor: its name, its credentials and where the sandbox serves it
+    credential = _api.Credential("echo_key", "ECHO_KEY", required=True)
+    descriptor = types.SimpleNamespace(name="echo", credentials=(credential,), sandbox_path="/echo")
     monkeypatch.setitem(sys.modules, "wrapper.echo", types.SimpleNamespace(API=descriptor))
     monkeypatch.setitem(sys.modules, "wrapper.sandbox._echo", types.SimpleNamespace(HANDLER=EchoHandler()))
     monkeypatch.setattr(_api, "NAMES", (*_api.NAMES, "echo"))
@@ -231,7 +227,7 @@ def test_a_third_api_is_served_from_its_descriptor_spec_and_handler_alone(echo: 
     assert got == ['data: {"word": "a"}']
 
     models = httpx.get(f"{echo.url}/_sandbox/models", timeout=10).json()
-    assert models["echo"] == [{"id": "echo-1"}]
+    assert models["echo"] == [{"id": "echo-1", "context": 64}]
     assert echo.stats().requests == 10  # every request to a vendor route, the echo API's too
 
 

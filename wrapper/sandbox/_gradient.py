@@ -115,7 +115,7 @@ class GradientHandler(Handler):
         return _error(kind, f"Model {model_id!r} does not exist")
 
     def listing(self, model: Model) -> dict[str, Any]:
-        return {"id": model.id, "guidance": model.guidance}
+        return {"id": model.id, "guidance": model.guidance, "context": model.context}
 
     def complete(self, call: Call) -> Response:
         model, lm, body = call.model, call.lm, call.body

@@ -125,7 +125,7 @@ class Handler:
 
     def listing(self, model: Model) -> dict[str, Any]:
         """What ``GET /_sandbox/models`` says of ``model``."""
-        return {"id": model.id}
+        return {"id": model.id, "context": model.context}
 
     def complete(self, call: Call) -> Response | AsyncGenerator[str, None]:
         """The answer to an admitted request: a response, or a stream's server-sent events."""
