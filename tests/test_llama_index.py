@@ -19,7 +19,8 @@ from pydantic import ValidationError
 from wrapper import errors
 from wrapper.gradient import Gradient
 from wrapper.llama_index import GradientBaseModelLLM, GradientLLM, GradientModelAdapterLLM, ScaleLLM
-from wrapper.sandbox import Sandbox, _catalog
+from wrapper.sandbox import Sandbox
+from wrapper.sandbox._handler import registry
 from wrapper.scale import AsyncScale, Scale
 
 SCALE_MODEL = "llama-3-8b-instruct"
@@ -128,7 +129,7 @@ async def test_a_simple_chat_engine_over_the_model(
 
 
 def test_metadata_comes_from_the_sandbox_or_llama_index(scale_llm: ScaleLLM, sandbox: Sandbox) -> None:
-    contexts = {m.id: m.context for m in (*_catalog.SCALE_MODELS, *_catalog.GRADIENT_MODELS)}
+    contexts = {m.id: m.context for handler in registry().values() for m in handler.models}
     meta = scale_llm.metadata
     assert (meta.context_window, meta.num_output, meta.model_name) == (contexts[SCALE_MODEL], 16, SCALE_MODEL)
     adapter = GradientModelAdapterLLM(
@@ -218,7 +219,9 @@ async def test_metadata_asks_the_given_clients_server_and_never_the_vendor(
 ) -> None:
     async with AsyncScale(api_key=CREDENTIAL, base_url=sandbox.scale_base_url) as client:
         llm = ScaleLLM(model=SCALE_MODEL, async_client=client)  # no credentials for a sync client
-        assert llm.metadata.context_window == {m.id: m.context for m in _catalog.SCALE_MODELS}[SCALE_MODEL]
+        assert (
+            llm.metadata.context_window == {m.id: m.context for m in registry()["scale"].models}[SCALE_MODEL]
+        )
     with respx.mock:  # no route: a request to the vendor would fail the test
         vendor = ScaleLLM(model=SCALE_MODEL, api_key=CREDENTIAL)
         assert vendor.metadata.context_window == DEFAULT_CONTEXT_WINDOW

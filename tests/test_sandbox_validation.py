@@ -14,6 +14,7 @@ import yaml
 from normalize import normalize
 
 from wrapper.sandbox import Sandbox, _validate
+from wrapper.sandbox._handler import registry
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC_FILES = {"gradient": ROOT / "specs" / "gradient.json", "scale": ROOT / "specs" / "scale.yaml"}
@@ -28,8 +29,9 @@ def _load(path: Path) -> dict[str, Any]:
 
 def request_schema(spec: dict[str, Any], api: str) -> dict[str, Any]:
     """The object schema of the request body the sandbox validates for ``api``, in a spec as published."""
-    path, method, _ = _validate.OPERATIONS[api]
-    schema = spec["paths"][path][method]["requestBody"]["content"]["application/json"]["schema"]
+    operation = registry()[api].operation
+    body = spec["paths"][operation.path][operation.method]["requestBody"]
+    schema = body["content"]["application/json"]["schema"]
     while "$ref" in schema:
         schema = spec["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
     return schema

@@ -53,49 +53,38 @@ from typing import Any, Self
 
 import uvicorn
 
+from .. import _api
 from . import _catalog
-from ._app import DEFAULT_MAX_TOKENS, FAULT_HEADER, GRADIENT_STATUS, Exchange, SandboxApp, Stats
-from ._faults import Api, Fault, make_rule, parse_rule
+from ._app import Exchange, SandboxApp, Stats
+from ._faults import Fault, make_rule, parse_rule
 from ._faults import __doc__ as _FAULTS_DOC
+from ._handler import FAULT_HEADER, registry
 
 __all__ = ["HELP", "Exchange", "Fault", "Sandbox", "Stats", "serve"]
 
 
 def _help() -> str:
-    gradient = "\n".join(f"  {m.id:30} {m.description}" for m in _catalog.GRADIENT_MODELS)
-    scale = "\n".join(f"  {m.id:30} {m.description}" for m in _catalog.SCALE_MODELS)
-    statuses = "\n".join(f"  {status}  {kind}" for kind, status in GRADIENT_STATUS.items())
+    handlers = registry().values()
+    apis = "\n\n".join(handler.help() for handler in handlers)
+    flags = " / ".join(f"{h.checked.flag} {h.credential_metavar}" for h in handlers)
+    keywords = ", ".join(f"{h.checked.keyword}=..." for h in handlers)
+    per_credential = ", ".join(f"{h.title}'s {h.credential_help}" for h in handlers)
+    default_max = ", ".join(f"{h.title} {h.default_max_tokens}" for h in handlers)
     faults = (_FAULTS_DOC or "").split("\n\n", 1)[1]
-    default_max = ", ".join(f"{api.title()} {tokens}" for api, tokens in DEFAULT_MAX_TOKENS.items())
     return f"""\
-Gradient models (base URL http://HOST:PORT/api, header Authorization: Bearer <any>, x-gradient-workspace-id):
-{gradient}
-Scale deployments (base URL http://HOST:PORT, header x-api-key: <any>):
-{scale}
+{apis}
+
+Every API: a missing credential, or {_catalog.REJECTED_CREDENTIAL!r} -> 401. With {flags}
+(Sandbox({keywords})), that is the only credential accepted; any other gets 401
+saying the credential sent was refused.
 With --any-model (Sandbox(any_model=True)), any other model id is served by its API's first model above.
-With --api-key KEY / --access-token TOKEN (Sandbox(api_key=..., access_token=...)), that is the only
-credential accepted; any other gets 401 saying the credential sent was refused.
-RAG collection (Gradient rag.collectionId): {_catalog.RAG_COLLECTION!r},
-{len(_catalog.RAG_DOCUMENTS)} documents about Alice; a query matches those sharing a word with it.
 
-Error triggers (Gradient statuses by error type):
-{statuses}
-  unknown model id ending in {_catalog.ADAPTER_SUFFIX!r} -> unknownModelAdapter,
-  other unknown id -> unknownBaseModel
-  query containing a blocklisted word ({", ".join(_catalog.BLOCKLIST)}) -> flaggedContent
-  prompt containing {_catalog.FAIL_TRIGGER!r} -> Gradient failed; Scale 500, or an `event: error` after
-  two chunks of a stream
-  query longer than the model's context -> unprocessableContent; Scale: prompt + max_tokens over the
-  context -> 422; guidance on a model without it -> modelDoesNotSupportGuidance; rag with
-  autoTemplate false -> ragRequiresAutoTemplating; other collection -> unknownRagCollection; no
-  matching document -> noRagDocumentsFound; a missing credential, or {_catalog.REJECTED_CREDENTIAL!r} -> 401
-
-Rate limits (--rpm N, --tpm N; Sandbox(rpm=..., tpm=...)): per credential (Scale's x-api-key, Gradient's
-bearer token), paced per second: each credential's budget holds a second's share of the per-minute limit,
-refilled continuously. A request costs its prompt's tokens plus its max tokens (default: {default_max})
-at admission, corrected to prompt plus generated tokens once answered; a request over budget gets 429 in
-the API's error shape, with Retry-After (whole seconds, rounded up) and retry-after-ms.
-GET /_sandbox/stats counts these 429s as rate_limited.
+Rate limits (--rpm N, --tpm N; Sandbox(rpm=..., tpm=...)) apply per credential
+({per_credential}), paced per second: each credential's budget holds a second's
+share of the per-minute limit, refilled continuously. A request costs its prompt's tokens plus its max
+tokens (default: {default_max}) at admission, corrected to prompt plus generated tokens once
+answered; a request over budget gets 429 in the API's error shape, with Retry-After (whole seconds,
+rounded up) and retry-after-ms. GET /_sandbox/stats counts these 429s as rate_limited.
 
 Fault injection: header `{FAULT_HEADER}: status=429;retry-after=1` (this request), POST /_sandbox/faults
 with JSON {{"status": 503, "count": 2, "api": "scale"}} (DELETE clears), Sandbox.inject(...), or
@@ -164,7 +153,8 @@ def serve(
         app.faults.add(parse_rule(rule))
     with _listen(host, port) as listener:
         url = "http://{}:{}".format(*listener.getsockname()[:2])
-        print(f"Sandbox: Gradient at {url}/api, Scale at {url}", flush=True)
+        where = ", ".join(f"{h.title} at {url}{h.api.sandbox_path}" for h in registry().values())
+        print(f"Sandbox: {where}", flush=True)
         _server(app, host, port).run(sockets=[listener])
 
 
@@ -176,10 +166,11 @@ def _app(
     access_token: str | None,
     any_model: bool,
 ) -> SandboxApp:
-    credentials: dict[Api, str | None] = {"scale": api_key, "gradient": access_token}
-    for name, value in (("api_key", api_key), ("access_token", access_token)):
+    given = {"api_key": api_key, "access_token": access_token}
+    for option, value in given.items():
         if value is not None and (not value or value.strip() != value):
-            raise ValueError(f"{name} must be a non-empty string without surrounding spaces, not {value!r}")
+            raise ValueError(f"{option} must be a non-empty string without surrounding spaces, not {value!r}")
+    credentials = {name: given.get(handler.checked.keyword) for name, handler in registry().items()}
     return SandboxApp(seed, rpm=rpm, tpm=tpm, credentials=credentials, any_model=any_model)
 
 
@@ -223,15 +214,19 @@ class Sandbox:
         host, port = self._socket.getsockname()[:2]
         return f"http://{host}:{port}"
 
+    def base_url(self, api: str) -> str:
+        """The ``base_url`` of the clients of the API named ``api`` (only while running)."""
+        return self.url + _api.get(api).sandbox_path
+
     @property
     def gradient_base_url(self) -> str:
-        """The Gradient client's ``base_url``."""
-        return f"{self.url}/api"
+        """The Gradient client's ``base_url``: ``base_url("gradient")``."""
+        return self.base_url("gradient")
 
     @property
     def scale_base_url(self) -> str:
-        """The Scale client's ``base_url``."""
-        return self.url
+        """The Scale client's ``base_url``: ``base_url("scale")``."""
+        return self.base_url("scale")
 
     def start(self) -> Self:
         """Bind the port and serve until ``stop``; returns once the server accepts connections."""

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 
 from . import HELP, serve
+from ._catalog import REJECTED_CREDENTIAL
 from ._faults import parse_rule
+from ._handler import registry
 from ._limits import checked_limit
 
 
@@ -32,7 +34,8 @@ def main(argv: list[str] | None = None) -> None:
     """Parse the command line and serve until interrupted."""
     parser = argparse.ArgumentParser(
         prog="python -m wrapper.sandbox",
-        description="Gradient and Scale GP completion APIs on localhost, answered by a tiny language model.",
+        description=f"The {' and '.join(h.title for h in registry().values())} completion APIs on "
+        "localhost, answered by a tiny language model.",
         epilog=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -47,16 +50,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--tpm", type=_per_minute, metavar="N", help="tokens per minute per credential (default: no limit)"
     )
-    parser.add_argument(
-        "--api-key",
-        metavar="KEY",
-        help="accept only this Scale x-api-key; others get 401 (default: any but 'invalid')",
-    )
-    parser.add_argument(
-        "--access-token",
-        metavar="TOKEN",
-        help="accept only this Gradient bearer token; others get 401 (default: any but 'invalid')",
-    )
+    handlers = registry().values()
+    for handler in handlers:
+        parser.add_argument(
+            handler.checked.flag,
+            metavar=handler.credential_metavar,
+            help=f"accept only this {handler.title} {handler.credential_help}; others get 401 "
+            f"(default: any but {REJECTED_CREDENTIAL!r})",
+        )
     parser.add_argument(
         "--any-model",
         action="store_true",
@@ -78,8 +79,7 @@ def main(argv: list[str] | None = None) -> None:
             args.seed,
             rpm=args.rpm,
             tpm=args.tpm,
-            api_key=args.api_key,
-            access_token=args.access_token,
+            **{h.checked.keyword: getattr(args, h.checked.keyword) for h in handlers},
             any_model=args.any_model,
             faults=args.fault,
         )

@@ -1,4 +1,5 @@
-"""What the sandbox knows: its models, its RAG collection, its blocklist and its failure trigger."""
+"""What the sandbox knows besides each API's models (in its handler): its RAG collection, its blocklist,
+its failure trigger and the credential it refuses."""
 
 from __future__ import annotations
 
@@ -36,24 +37,6 @@ class Model:
     guidance: bool = False
     description: str = ""
 
-
-GRADIENT_MODELS = (
-    Model("nous-hermes2", 3, 1024, guidance=True, description="base model, trigram, supports guidance"),
-    Model("llama2-7b-chat", 2, 512, description="base model, bigram, no guidance"),
-    Model(
-        "alice-adapter_model_adapter",
-        3,
-        1024,
-        guidance=True,
-        description="fine-tuned adapter of nous-hermes2, supports guidance",
-    ),
-)
-SCALE_MODELS = (
-    Model("llama-3-8b-instruct", 3, 2048, description="trigram"),
-    Model("mistral-7b-instruct", 2, 512, description="bigram"),
-)
-ADAPTER_SUFFIX = "_model_adapter"
-"""Unknown Gradient ids ending in this are ``unknownModelAdapter``, other unknown ids ``unknownBaseModel``."""
 
 RAG_COLLECTION = "wonderland"
 RAG_DOCUMENTS = (

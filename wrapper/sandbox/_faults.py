@@ -29,7 +29,7 @@ import threading
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
-Api = Literal["gradient", "scale"]
+from .. import _api
 
 
 @dataclass(frozen=True)
@@ -68,12 +68,12 @@ class Rule:
     fault: Fault
     count: int | None = 1
     rate: float = 1.0
-    api: Api | None = None
+    api: str | None = None
     model: str | None = None
 
     def __post_init__(self) -> None:
-        if self.api not in (None, "gradient", "scale"):
-            raise ValueError(f"api must be 'gradient' or 'scale', not {self.api!r}")
+        if self.api is not None and self.api not in _api.NAMES:
+            raise ValueError(f"api must be {' or '.join(map(repr, _api.NAMES))}, not {self.api!r}")
         if not 0.0 <= self.rate <= 1.0:
             raise ValueError(f"rate must be between 0 and 1, not {self.rate}")
 
@@ -157,7 +157,7 @@ class FaultPlan:
         with self._lock:
             return list(self._rules)
 
-    def take(self, api: Api, model: str) -> Fault | None:
+    def take(self, api: str, model: str) -> Fault | None:
         """The fault for the next request to ``api``/``model``, consuming one use of each rule that fires."""
         if not self._rules:
             return None

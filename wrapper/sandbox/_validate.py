@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from jsonschema import ValidationError
 from jsonschema.protocols import Validator
@@ -24,14 +25,18 @@ from openapi_schema_validator import OAS30Validator, OAS31Validator
 import generated
 
 Loc = tuple[str | int, ...]
-ApiName = Literal["gradient", "scale"]
 
-OPERATIONS: dict[ApiName, tuple[str, str, Loc]] = {
-    "gradient": ("/models/{id}/complete", "post", ()),
-    "scale": ("/v4/models/{model_deployment_id}/completions", "post", ("body",)),
-}
-"""Per API: the spec path and method whose request body the sandbox serves, and where its errors point
-(Scale's, like FastAPI's, start at ``body``; Gradient's at the field)."""
+
+@dataclass(frozen=True)
+class Operation:
+    """The operation whose request body an API's handler serves: the API whose ``spec.json`` holds it,
+    its spec path and method, and where its errors point (FastAPI's start at ``body``)."""
+
+    api: str
+    path: str
+    method: str
+    loc: Loc = ()
+
 
 SPECS = Path(generated.__file__).parent
 """Where ``<api>/spec.json`` is read from (tests point it at a regenerated copy)."""
@@ -80,10 +85,11 @@ def parse_json(raw: bytes) -> Any:
         ) from None
 
 
-def request_body(api: ApiName, raw: bytes) -> dict[str, Any]:
-    """The JSON object in ``raw`` if it is a valid ``api`` request body (null fields dropped), or Invalid."""
+def request_body(operation: Operation, raw: bytes) -> dict[str, Any]:
+    """The JSON object in ``raw`` if it is a valid request body of ``operation`` (null fields dropped),
+    or Invalid."""
     body = parse_json(raw)
-    validator, prefix = _validator(SPECS, api)
+    validator, prefix = _validator(SPECS, operation)
     errors: list[dict[str, Any]] = []
     for problem in validator.iter_errors(body):
         for item in _items(problem, prefix):
@@ -95,11 +101,12 @@ def request_body(api: ApiName, raw: bytes) -> dict[str, Any]:
 
 
 @cache
-def _validator(specs: Path, api: ApiName) -> tuple[Validator, Loc]:
-    """The compiled validator of ``api``'s request body, read once from ``specs/<api>/spec.json``."""
-    spec = json.loads((specs / api / "spec.json").read_text(encoding="utf-8"))
-    path, method, prefix = OPERATIONS[api]
-    schema = spec["paths"][path][method]["requestBody"]["content"]["application/json"]["schema"]
+def _validator(specs: Path, operation: Operation) -> tuple[Validator, Loc]:
+    """The compiled validator of ``operation``'s request body, read once from ``specs/<api>/spec.json``."""
+    spec = json.loads((specs / operation.api / "spec.json").read_text(encoding="utf-8"))
+    schema = spec["paths"][operation.path][operation.method]["requestBody"]["content"]["application/json"][
+        "schema"
+    ]
     oas30 = str(spec.get("openapi", "")).startswith("3.0")
     # $refs inlined: resolving them on every request would cost a third of the time; a recursive one
     # stays, resolved against the spec's components
@@ -107,7 +114,7 @@ def _validator(specs: Path, api: ApiName) -> tuple[Validator, Loc]:
     validator: Validator = (_OAS30 if oas30 else OAS31Validator)(
         {**inlined, "components": spec.get("components", {})}
     )
-    return validator, prefix
+    return validator, operation.loc
 
 
 def _inlined(node: Any, spec: Mapping[str, Any], oas30: bool, seen: frozenset[str]) -> Any:
