@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import math
-import random
 import selectors
 from collections import Counter
 from collections.abc import Callable, Coroutine
@@ -88,12 +87,11 @@ class Cluster:
         run(main)
 
     async def _worker(self, loop: _VirtualLoop, coordinator: Coordinator, worker: int, until: float) -> None:
-        async def ask(report: Report) -> Grant | None:
+        async def ask(report: Report) -> Grant:
             self.calls += loop.time() < until  # not the calls of tasks finishing their last wait
             await asyncio.sleep(self.hop / 2)
             grant = coordinator.grant(worker, report)
-            if grant is not None:
-                self.grants.append((loop.time(), worker, grant))
+            self.grants.append((loop.time(), worker, grant))
             await asyncio.sleep(self.hop / 2)
             return grant
 
@@ -114,7 +112,6 @@ class Cluster:
                     await limiter.settle(self.cost, self.cost)
 
         await asyncio.gather(*(task() for _ in range(self.concurrency)))
-        await limiter.release()
 
     def times(self, worker: int | None = None) -> list[float]:
         return sorted(t for t, w in self.sent if worker is None or w == worker)
@@ -254,46 +251,38 @@ def test_tokens_used_beyond_the_estimates_delay_the_next_lease() -> None:
     clock = [0.0]
     coordinator = Coordinator(None, 6000, clock=lambda: clock[0])  # 100 tokens a second
     first = coordinator.grant("a", Report())
-    assert first is not None
     assert first.token_rate == 100
     assert first.delay == 0
     clock[0] = 0.1
     # It sent one request estimated at 10 tokens which used 60: 0.6 s of the budget, not 0.1.
     second = coordinator.grant("a", Report(sent=1, tokens=10, corrections=50, succeeded=1))
-    assert second is not None
     assert second.delay == pytest.approx(0.5)
     # That overspend is the cluster's: nobody gets tokens until it is paid for.
     clock[0] = 0.2
     other = coordinator.grant("b", Report())
-    assert other is not None
     assert other.requests == 0
     assert other.duration == pytest.approx(0.4)
-    # A lease given back early is another worker's at once.
-    clock[0] = 0.6
-    assert coordinator.grant("a", Report(done=True)) is None
+    # What a lease did not use goes back with the next call: at once, the other worker's share.
+    clock[0] = 0.7
+    renewed = coordinator.grant("a", Report(sent=1, tokens=5))
     share = coordinator.grant("b", Report())
-    assert share is not None
-    assert share.token_rate == 100
-    assert share.delay == 0
+    assert renewed.token_rate == share.token_rate == 50
+    assert renewed.delay == share.delay == 0
 
 
 def test_a_worker_that_joins_waits_at_most_one_lease_for_its_share() -> None:
     clock = [0.0]
     coordinator = Coordinator(1200, None, clock=lambda: clock[0])
     alone = coordinator.grant("a", Report())
-    assert alone is not None
     assert alone.request_rate == 20
     clock[0] = 0.1
     joining = coordinator.grant("b", Report())
-    assert joining is not None
     assert joining.requests == 0
     assert joining.duration == pytest.approx(alone.duration - 0.1)
     clock[0] = alone.duration
     renewed = coordinator.grant("a", Report(sent=int(alone.requests), succeeded=int(alone.requests)))
     clock[0] += joining.duration
     share = coordinator.grant("b", Report())
-    assert renewed is not None
-    assert share is not None
     assert renewed.request_rate == share.request_rate == 10
 
 
@@ -310,7 +299,7 @@ def test_a_report_carries_every_429_and_the_limiter_asks_once_for_concurrent_tas
     async def main(loop: _VirtualLoop) -> None:
         coordinator = Coordinator(None, None, clock=loop.time)
 
-        async def ask(report: Report) -> Grant | None:
+        async def ask(report: Report) -> Grant:
             reports.append(report)
             await asyncio.sleep(0.01)
             return coordinator.grant("w", report)
@@ -318,11 +307,15 @@ def test_a_report_carries_every_429_and_the_limiter_asks_once_for_concurrent_tas
         limiter = LeasedLimiter(ask, clock=loop.time)
         await asyncio.gather(*(limiter.acquire(1) for _ in range(50)))
         assert len(reports) == 1  # one lease for all fifty
-        await asyncio.gather(*(limiter.throttled(random.choice([None, 2.0])) for _ in range(5)))
-        await limiter.release()
+        await asyncio.gather(*(limiter.throttled(retry_after) for retry_after in [None, 2.0, 1.0]))
+
+        async def later() -> None:
+            await asyncio.sleep(0.005)  # while the call for the first is on its way
+            await limiter.throttled(0.5)
+
+        await asyncio.gather(limiter.throttled(None), later())
 
     run(main)
-    assert sum(len(r.throttles) for r in reports) == 5
-    assert len(reports) <= 4  # the first 429 at once, the others with the next call
+    # Each 429 went out at once: together when they came together, in a call of its own otherwise.
+    assert [r.throttles for r in reports] == [(), (None, 2.0, 1.0), (None,), (0.5,)]
     assert reports[1].sent == 50
-    assert reports[-1].done

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from _stats import FULL, QUICK, Row, Sizes
+from ray_rows import ray_rows
 from row_async import async_rows
 from row_batch import batch_rows
 from row_flight import flight_rows
@@ -85,6 +86,7 @@ def _groups(server: Server, sizes: Sizes, cpus: set[int] | None) -> dict[str, Ca
         "batch": lambda: batch_rows(server.url, sizes),
         "flight": lambda: _flight(sizes, cpus),
         "limits": lambda: limit_rows(sizes),
+        "ray": lambda: ray_rows(server.url, sizes),
     }
 
 
@@ -99,7 +101,7 @@ def main() -> None:
     parser.add_argument(
         "--only",
         action="append",
-        choices=["sync", "async", "stream", "import", "batch", "flight", "limits"],
+        choices=["sync", "async", "stream", "import", "batch", "flight", "limits", "ray"],
         help="run these rows only (repeatable)",
     )
     args = parser.parse_args()
