@@ -35,8 +35,8 @@ __all__ = ["JOIN", "LEASE", "Coordinator", "Grant", "LeasedLimiter", "Report"]
 LEASE = 0.5
 """Seconds a lease covers, unless one request at the worker's share takes longer."""
 JOIN = 5.0
-"""Seconds from the coordinator's start during which the workers it expects but has not heard from
-keep their share: a lease of the whole limit to the first would keep the rest waiting for it to end."""
+"""Seconds from the first lease during which the workers expected but not heard from yet keep their
+share: a lease of the whole limit to the first would keep the rest waiting for it to end."""
 _ROUNDING = 1e-9  # relative: float sums of equal shares never turn a fair lease into a wait
 
 
@@ -49,7 +49,6 @@ class Report:
     corrections: float = 0.0  # real token counts minus estimates, of requests answered since
     succeeded: int = 0
     throttles: tuple[float | None, ...] = ()  # each 429's Retry-After (None: it gave none)
-    done: bool = False  # nothing more to send for now: the lease goes back and none is wanted
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,29 +111,25 @@ class Coordinator:
         self._refused_at = -math.inf  # when the first of them was reported
         self._heard: set[Hashable] = set()  # the workers heard from since
         self._owed: dict[Hashable, float] = {}  # tokens reported when no lease could take them
-        self._done: set[Hashable] = set()  # workers that gave their lease back and want none
         self._workers, self._seen = workers, set[Hashable]()
-        self._joining = clock() + JOIN  # until when the workers not seen yet keep a share
+        self._joining = math.inf  # until when the workers not seen yet keep a share
 
     @property
     def requests_per_minute(self) -> float:
         """The cluster's request rate now (``inf``: none), after adaptation."""
         return self._adapting.requests_per_minute
 
-    def grant(self, worker: Hashable, report: Report) -> Grant | None:
-        """``worker``'s next lease, once its ``report`` is counted (None when it reports it is done)."""
+    def grant(self, worker: Hashable, report: Report) -> Grant:
+        """``worker``'s next lease, once its ``report`` on the last one is counted."""
         now = self._clock()
         self._observe(worker, report, now)
         begin = max(now, self._return(worker, report), self._paused_until)
         # A worker between leases (asking for its next) still counts for a while towards the shares.
         self._held = [held for held in self._held if held.end >= now - self._lease]
-        if report.done:
-            self._done.add(worker)
-            return None
-        self._done.discard(worker)
         self._seen.add(worker)
+        self._joining = min(self._joining, now + JOIN)
         others = [held for held in self._held if held.worker != worker]
-        workers = len({held.worker for held in others} - self._done) + 1
+        workers = len({held.worker for held in others}) + 1
         if now < self._joining:  # the workers expected but not seen yet are starting: keep them a share
             workers += max(0, self._workers - len(self._seen))
         rate = self.requests_per_minute / 60
@@ -168,7 +163,7 @@ class Coordinator:
                 self._paused_until = max(self._paused_until, now + min(retry_after, MAX_RETRY_AFTER))
         # The cut waits until every worker has reported its successes of the same stretch (or one
         # lease): on the first reports alone, it would cut the rate to what their few workers achieved.
-        holding = {held.worker for held in self._held if held.end >= now} - self._done
+        holding = {held.worker for held in self._held if held.end >= now}
         if self._refused and (holding <= self._heard or now >= self._refused_at + self._lease):
             for retry_after in self._refused:
                 self._adapting.slow_down(retry_after)
@@ -237,7 +232,7 @@ class LeasedLimiter:
 
     def __init__(
         self,
-        ask: Callable[[Report], Awaitable[Grant | None]],
+        ask: Callable[[Report], Awaitable[Grant]],
         *,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -280,22 +275,14 @@ class LeasedLimiter:
         while self._throttles:
             await self._renew(None)
 
-    async def release(self) -> None:
-        """Give the lease back: this worker has nothing more to send for now."""
-        while self._asking is not None:
-            await asyncio.shield(self._asking)
-        if self._lease is not None or self._throttles or self._succeeded:
-            self._asking = asyncio.ensure_future(self._call(done=True))
-            await asyncio.shield(self._asking)
-
     async def _renew(self, seen: _Lease | None) -> None:
         """Get the next lease, unless another task is getting it or got it since ``seen`` was current."""
         if self._asking is None and (self._lease is seen or self._throttles):
-            self._asking = asyncio.ensure_future(self._call(done=False))
+            self._asking = asyncio.ensure_future(self._call())
         if self._asking is not None:
             await asyncio.shield(self._asking)
 
-    async def _call(self, *, done: bool) -> None:
+    async def _call(self) -> None:
         lease, self._lease = self._lease, None  # nothing more is taken from it once it is reported
         report = Report(
             sent=lease.sent if lease else 0,
@@ -303,11 +290,9 @@ class LeasedLimiter:
             corrections=self._corrections,
             succeeded=self._succeeded,
             throttles=tuple(self._throttles),
-            done=done,
         )
         self._corrections, self._succeeded, self._throttles = 0.0, 0, []
         try:
-            grant = await self._ask(report)
-            self._lease = None if grant is None else _Lease(grant, self._clock)
+            self._lease = _Lease(await self._ask(report), self._clock)
         finally:
             self._asking = None

@@ -33,7 +33,6 @@ from wrapper.sandbox import Sandbox
 __all__ = ["ray_rows"]
 
 WORKERS = 4
-CONCURRENCY = 64
 FAST = 10_000_000  # requests a minute: pacing never waits
 SANDBOX_MODEL = "llama-3-8b-instruct"
 
@@ -43,8 +42,8 @@ cloudpickle.register_pickle_by_value(__import__(__name__))  # Ray's workers cann
 class _PacedAlone(wrapper.ray._CompletionWorker):
     """The baseline's worker: the same, pacing its quarter of the limit alone, no coordinator called."""
 
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
+    def __init__(self, **arguments: Any) -> None:
+        super().__init__(**arguments)
         self._limiter = Pacer(FAST / WORKERS)
 
 
@@ -67,7 +66,7 @@ def _dataset(rows: int) -> ray.data.Dataset:
     return ray.data.from_items([{"id": i, "prompt": f"Alice {i}"} for i in range(rows)])
 
 
-def _complete(url: str, rows: int, rpm: float, concurrency: int = CONCURRENCY) -> Iterator[Any]:
+def _complete(url: str, rows: int, rpm: float, concurrency: int) -> Iterator[Any]:
     out = wrapper.ray.complete_dataset(
         _dataset(rows),
         "scale",
@@ -87,11 +86,11 @@ def _complete(url: str, rows: int, rpm: float, concurrency: int = CONCURRENCY) -
         raise RuntimeError(f"{done} of {rows} rows came back, {failed} failed")
 
 
-def _rows_per_second(url: str, rows: int) -> float:
+def _rows_per_second(url: str, rows: int, concurrency: int) -> float:
     """Rows a second after the first block of results came back."""
     first = None
     counted = 0
-    for block in _complete(url, rows, FAST):
+    for block in _complete(url, rows, FAST, concurrency):
         if first is None:
             first = time.perf_counter()
         else:
@@ -121,7 +120,7 @@ def _arrivals(sandbox: Sandbox) -> Iterator[list[float]]:
 def _paced(rpm: int, rows: int) -> tuple[float, int, int]:
     """(achieved requests per minute, requests the sandbox saw, 429s it sent) with the limit shared."""
     with Sandbox(rpm=rpm) as sandbox, _arrivals(sandbox) as times:
-        for _ in _complete(sandbox.scale_base_url, rows, rpm, concurrency=16):
+        for _ in _complete(sandbox.scale_base_url, rows, rpm, 16):
             pass
         stats = sandbox.stats()
     return (len(times) - 1) * 60 / (times[-1] - times[0]), stats.requests, stats.rate_limited
@@ -129,7 +128,7 @@ def _paced(rpm: int, rows: int) -> tuple[float, int, int]:
 
 def ray_rows(url: str, sizes: Sizes) -> list[Row]:
     """Leases against per-worker pacers at a rate that never waits, calls a request, and a limit kept."""
-    rows, runs = 10 * sizes.batch_small, sizes.batch_runs
+    rows, runs, concurrency = 10 * sizes.batch_small, sizes.batch_runs, sizes.concurrency
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     ray.data.DataContext.get_current().enable_progress_bars = False
     calls: list[float] = []
@@ -137,13 +136,13 @@ def ray_rows(url: str, sizes: Sizes) -> list[Row]:
     def leased() -> float:
         _Counted.COUNT.write_text("0")
         with mock.patch.object(wrapper.ray, "_LeaseCoordinator", _Counted):
-            per_second = _rows_per_second(url, rows)
+            per_second = _rows_per_second(url, rows, concurrency)
         calls.append(float(_Counted.COUNT.read_text()))
         return per_second
 
     def alone() -> float:
         with mock.patch.object(wrapper.ray, "_CompletionWorker", _PacedAlone):
-            return _rows_per_second(url, rows)
+            return _rows_per_second(url, rows, concurrency)
 
     try:
         figures = interleaved(runs, {"leased": leased, "alone": alone})
@@ -152,7 +151,7 @@ def ray_rows(url: str, sizes: Sizes) -> list[Row]:
     finally:
         ray.shutdown()
         _Counted.COUNT.unlink(missing_ok=True)
-    fast = f"{WORKERS} workers @{CONCURRENCY}, {FAST:,}/min, {rows:,} rows"
+    fast = f"{WORKERS} workers @{concurrency}, {FAST:,}/min, {rows:,} rows"
     paced_name = (
         f"{rpm:,}/min set over {WORKERS} workers @16, the sandbox's limit; {sizes.paced_prompts:,} rows"
     )
