@@ -270,20 +270,22 @@ def test_tokens_used_beyond_the_estimates_delay_the_next_lease() -> None:
     assert renewed.delay == share.delay == 0
 
 
-def test_a_worker_that_joins_waits_at_most_one_lease_for_its_share() -> None:
+def test_a_worker_that_joins_waits_at_most_one_short_lease_for_its_share() -> None:
     clock = [0.0]
-    coordinator = Coordinator(1200, None, clock=lambda: clock[0])
+    coordinator = Coordinator(1200, None, workers=2, clock=lambda: clock[0])
     alone = coordinator.grant("a", Report())
-    assert alone.request_rate == 20
+    assert alone.request_rate == 20  # the whole limit: nobody else asked
+    assert alone.duration == LEASE / 2  # but briefly, as another worker is expected
     clock[0] = 0.1
     joining = coordinator.grant("b", Report())
-    assert joining.requests == 0
+    assert joining.requests == 0  # "a" holds it all until its lease ends
     assert joining.duration == pytest.approx(alone.duration - 0.1)
     clock[0] = alone.duration
     renewed = coordinator.grant("a", Report(sent=int(alone.requests), succeeded=int(alone.requests)))
     clock[0] += joining.duration
     share = coordinator.grant("b", Report())
     assert renewed.request_rate == share.request_rate == 10
+    assert renewed.duration == share.duration == LEASE  # both expected workers hold leases
 
 
 def test_bad_limits_are_refused() -> None:

@@ -30,13 +30,10 @@ from dataclasses import dataclass
 from ._pacing import Pacer, checked_limit
 from ._retry import MAX_RETRY_AFTER
 
-__all__ = ["JOIN", "LEASE", "Coordinator", "Grant", "LeasedLimiter", "Report"]
+__all__ = ["LEASE", "Coordinator", "Grant", "LeasedLimiter", "Report"]
 
 LEASE = 0.5
 """Seconds a lease covers, unless one request at the worker's share takes longer."""
-JOIN = 5.0
-"""Seconds from the first lease during which the workers expected but not heard from yet keep their
-share: a lease of the whole limit to the first would keep the rest waiting for it to end."""
 _ROUNDING = 1e-9  # relative: float sums of equal shares never turn a fair lease into a wait
 
 
@@ -87,8 +84,8 @@ class Coordinator:
     """The shared limit: grants leases of it to workers and adapts it to the 429s they report.
 
     ``requests_per_minute``/``tokens_per_minute`` None: no limit (the request rate still adapts to
-    429s, as ``Pacer``'s does). ``workers``: how many are expected to ask. Not thread-safe: one caller
-    at a time (a Ray actor's methods are).
+    429s, as ``Pacer``'s does). ``workers``: how many are expected to ask (while fewer hold leases,
+    leases are that much shorter). Not thread-safe: one caller at a time (a Ray actor's methods are).
     """
 
     def __init__(
@@ -111,8 +108,7 @@ class Coordinator:
         self._refused_at = -math.inf  # when the first of them was reported
         self._heard: set[Hashable] = set()  # the workers heard from since
         self._owed: dict[Hashable, float] = {}  # tokens reported when no lease could take them
-        self._workers, self._seen = workers, set[Hashable]()
-        self._joining = math.inf  # until when the workers not seen yet keep a share
+        self._workers = workers
 
     @property
     def requests_per_minute(self) -> float:
@@ -126,27 +122,26 @@ class Coordinator:
         begin = max(now, self._return(worker, report), self._paused_until)
         # A worker between leases (asking for its next) still counts for a while towards the shares.
         self._held = [held for held in self._held if held.end >= now - self._lease]
-        self._seen.add(worker)
-        self._joining = min(self._joining, now + JOIN)
         others = [held for held in self._held if held.worker != worker]
         workers = len({held.worker for held in others}) + 1
-        if now < self._joining:  # the workers expected but not seen yet are starting: keep them a share
-            workers += max(0, self._workers - len(self._seen))
         rate = self.requests_per_minute / 60
         share, token_share = rate / workers, self._token_rate / workers
+        # Fewer workers than expected (starting, or done): short leases, so that one who comes
+        # waits little for the others' leases to end, which hold all the limit between them.
+        lease = self._lease if workers >= self._workers else self._lease / self._workers
         # A window long enough for one request at the worker's share: a lease that would need longer
         # (others hold too much of it) waits for the next of theirs to end instead.
-        window = max(self._lease, _seconds(1, share))
+        window = max(lease, _seconds(1, share))
         granted = min(share, _free(rate, others, begin, begin + window, tokens=False))
         token_rate = min(token_share, _free(self._token_rate, others, begin, begin + window, tokens=True))
-        requests, duration = math.inf, self._lease
+        requests, duration = math.inf, lease
         if 0 < granted < math.inf:
-            requests = max(1, math.floor(granted * self._lease))
+            requests = max(1, math.floor(granted * lease))
             duration = requests / granted
         if granted <= 0 or token_rate <= 0 or duration > window * (1 + _ROUNDING):
             ends = [held.end for held in others if held.end > begin]
             granted = token_rate = requests = 0
-            duration = min(ends, default=begin + self._lease) - begin
+            duration = min(ends, default=begin + lease) - begin
         self._held.append(_Held(worker, begin, begin + duration, granted, token_rate))
         return Grant(begin - now, duration, requests, granted, token_rate)
 
