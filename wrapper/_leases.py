@@ -5,10 +5,12 @@ does) and grants each worker a lease: a rate of requests and tokens over a short
 now or a little later, about ``LEASE`` seconds long, or as long as one request takes at the worker's
 share. Leases are rectangles on a timeline whose rates never add up to more than the limit at any
 instant, and a worker's fair share is the limit over the workers holding leases, so N workers
-each get 1/N of it. A ``LeasedLimiter`` (the batch's ``Limiter``) spends its lease evenly with its
-own in-process ``Pacer`` and asks for the next one when the lease runs out, reporting what it used
-(requests and tokens, token corrections, successes, 429s): the unused part of the lease goes back,
-and its next lease starts where its use of the last one ends. A 429 is reported at once.
+each get 1/N of it (while fewer than the workers expected hold leases, leases are that much
+shorter, so that a worker who comes waits little for the others to make room). A
+``LeasedLimiter`` (the batch's ``Limiter``) spends its lease evenly with its own in-process
+``Pacer`` and asks for the next one when the lease runs out, reporting what it used (requests and
+tokens, token corrections, successes, 429s): the unused part of the lease goes back, and its next
+lease starts where its use of the last one ends. A 429 is reported at once.
 
 Bounds: a fixed limit is never exceeded by the leases; the requests themselves may go up to
 ``BURST`` of their lease's budget early (the ``Pacer``'s allowance) and one request a lease early

@@ -17,7 +17,9 @@ share of the limit (the limit over the workers sending) for a short window, abou
 or one request's time when the share is under two requests a second; the worker spends it
 evenly with its own in-process pacer and asks for its next lease when the window or its budget
 runs out, reporting what it used, its successes, its token counts and its 429s. What a lease did
-not use goes back to the cluster with that call. So the coordinator is called once a lease, not
+not use goes back to the cluster with that call, and a lease nobody renews ends with its window
+(while fewer workers than ``workers`` hold leases, as when they start or finish, leases are
+shorter, so a worker who comes waits little for its share). So the coordinator is called once a lease, not
 once a request, and is no ceiling on the cluster's rate; at a low rate a lease is one request,
 and requests are spaced as evenly as in one process.
 
