@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from wrapper._leases import LEASE, Coordinator, Grant, LeasedLimiter, Report
 from wrapper._pacing import BURST
 
-pytestmark = pytest.mark.filterwarnings("error")  # a task left pending at the end is a bug here
+pytestmark = pytest.mark.filterwarnings("error")  # a coroutine never awaited, say, is a bug here
 
 
 class _VirtualSelector(selectors.DefaultSelector):
