@@ -164,7 +164,7 @@ def test_on_error_raise_fails_the_job_and_no_credential_shows_anywhere(
     )
     with pytest.raises(Exception, match=r"on_error='raise'.*GenerationFailedError") as caught:
         out.take_all()
-    # The failure, the plan, the stats and every process's log (drivers, workers, the limiter actor,
+    # The failure, the plan, the stats and every process's log (drivers, workers, the coordinator actor,
     # Ray's own daemons) go without the token the workers sent.
     assert SECRET not in str(caught.value)
     assert SECRET not in repr(out)

@@ -124,9 +124,9 @@ class _Recent:
             self._counts[missed % self.SLOTS] = 0
         self._slot = max(self._slot, slot)
 
-    def add(self, now: float) -> None:
+    def add(self, now: float, count: int = 1) -> None:
         self._advance(now)
-        self._counts[self._slot % self.SLOTS] += 1
+        self._counts[self._slot % self.SLOTS] += count
 
     def count(self, now: float) -> int:
         """Events in the window."""
@@ -223,6 +223,13 @@ class Pacer:
                 cut = min(BACKOFF * current, max(BACKOFF * achieved, current / 2))
             self._cut_to, self._cut_at = max(cut, MIN_RATE), now
             self._successes, self._limited = _Recent(now), _Recent(now)
+
+    def observe(self, sent: int, succeeded: int) -> None:
+        """Count requests sent and succeeded elsewhere (a lease's report): they adapt this pacer."""
+        with self._lock:
+            now = self._clock()
+            self._sent.add(now, sent)
+            self._successes.add(now, succeeded)
 
     async def acquire(self, cost: float) -> None:
         """``Limiter.acquire``: wait for the slot ``reserve`` books."""

@@ -9,15 +9,38 @@
     out.write_parquet("s3://bucket/completions/")
 
 Each worker is a Ray actor holding one async client, built once, that runs the batch machinery
-of ``complete_many`` over the blocks it is given. Their requests all take their turn from one
-limiter actor running the batch's own ``Pacer``: N workers together keep a limit (and slow down
-together on 429s) instead of each doing so alone, N times too hard.
+of ``complete_many`` over the blocks it is given. N workers together keep one limit (and slow down
+together on 429s) instead of each keeping it alone, N times too hard.
+
+How: one coordinator actor keeps the limit and hands it out in leases. A lease is a worker's
+share of the limit (the limit over the workers sending) for a short window, about half a second,
+or one request's time when the share is under two requests a second; the worker spends it
+evenly with its own in-process pacer and asks for its next lease when the window or its budget
+runs out, reporting what it used, its successes, its token counts and its 429s. What a lease did
+not use goes back to the cluster with that call, and a lease nobody renews ends with its window
+(while fewer workers than ``workers`` hold leases, as when they start or finish, leases are
+shorter, so a worker who comes waits little for its share). So the coordinator is called once a lease, not
+once a request, and is no ceiling on the cluster's rate; at a low rate a lease is one request,
+and requests are spaced as evenly as in one process.
+
+429s act at once: the worker that meets one pauses for its Retry-After and tells the coordinator
+straight away, which pauses every later lease for it, and cuts the cluster's rate when 429s are
+too many of the answers (with no limit given too: the cluster then adapts as one batch does).
+Leases already out are not recalled, so every other worker slows down or pauses with its next
+lease, at most half a second later.
+
+Bounds: a limit that holds still is never exceeded by the leases. The requests themselves, like
+one process's, may run a quarter of a second of their budget ahead, and one request a lease
+ahead, so over any stretch of time the cluster sends at most the limit for that stretch plus
+half a second of the limit and two requests per worker. After a 429 or a cut, over-sending is
+bounded by one outstanding lease per worker: half a second at the old rate.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -32,7 +55,8 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
 
 from . import _api
 from ._batch import BatchResult, acomplete_jobs
-from ._pacing import Pacer, checked_limit
+from ._leases import Coordinator, Grant, LeasedLimiter, Report
+from ._pacing import checked_limit
 
 if TYPE_CHECKING:
     from ._base import AsyncClient
@@ -81,18 +105,13 @@ def complete_dataset(
     options = _options(_api.get(api), client_options)
     _api.get(api).clients()[0](**options).close()  # bad or missing options fail here, not on a worker
     # Unnamed and not detached: it lives as long as the returned Dataset (whose plan holds the handle).
-    # Each request in flight may wait in acquire() while an earlier one settles: room for both.
-    limiter = (
-        ray.remote(_LimiterActor)
-        .options(num_cpus=0, max_concurrency=max(1000, 2 * workers * concurrency))
-        .remote(rpm, tpm)
-    )
+    coordinator = ray.remote(_LeaseCoordinator).options(num_cpus=0).remote(rpm, tpm, workers)
     return dataset.map_batches(
         _CompletionWorker,
         fn_constructor_kwargs={
             "job": _Job(api, model, prompt_column, concurrency, on_error == "raise", params),
             "options": _RedactedOptions(options),
-            "limiter": limiter,
+            "coordinator": coordinator,
         },
         batch_size=concurrency * _BATCHES_PER_CONCURRENCY,
         batch_format="pyarrow",
@@ -179,12 +198,18 @@ class _CompletionWorker:
     """One Ray actor of the pool: an async client on its own event loop, reused for every block."""
 
     def __init__(
-        self, job: _Job, options: _RedactedOptions, limiter: ray.actor.ActorHandle[_LimiterActor]
+        self, job: _Job, options: _RedactedOptions, coordinator: ray.actor.ActorHandle[_LeaseCoordinator]
     ) -> None:
         self._job = job
         self._loop = asyncio.new_event_loop()
         self._client: AsyncClient = _api.get(job.api).clients()[1](**options.reveal())
-        self._limiter = _RemoteLimiter(limiter)
+        worker = uuid.uuid4().hex
+
+        async def ask(report: Report) -> Grant:
+            grant: Grant = await coordinator.grant.remote(worker, report)
+            return grant
+
+        self._limiter = LeasedLimiter(ask)
 
     def __call__(self, block: pa.Table) -> pa.Table:
         return self._loop.run_until_complete(self._complete(block))
@@ -240,33 +265,13 @@ def _describe(result: BatchResult) -> str:
     return f"{type(result.error).__name__}: {result.error}"
 
 
-class _LimiterActor:
-    """The cluster's one limiter: the batch's ``Pacer``, in an actor every worker's requests go through."""
+class _LeaseCoordinator:
+    """The cluster's one limit, in an actor: it grants the workers their leases of it."""
 
-    def __init__(self, requests_per_minute: float | None, tokens_per_minute: float | None) -> None:
-        self._pacer = Pacer(requests_per_minute, tokens_per_minute)
+    def __init__(
+        self, requests_per_minute: float | None, tokens_per_minute: float | None, workers: int
+    ) -> None:
+        self._coordinator = Coordinator(requests_per_minute, tokens_per_minute, workers=workers)
 
-    async def acquire(self, cost: float) -> None:
-        await self._pacer.acquire(cost)
-
-    async def settle(self, estimate: float, actual: float) -> None:
-        await self._pacer.settle(estimate, actual)
-
-    async def throttled(self, retry_after: float | None) -> None:
-        await self._pacer.throttled(retry_after)
-
-
-class _RemoteLimiter:
-    """The batch's ``Limiter`` interface, answered by the cluster's ``_LimiterActor``."""
-
-    def __init__(self, actor: ray.actor.ActorHandle[_LimiterActor]) -> None:
-        self._actor = actor
-
-    async def acquire(self, cost: float) -> None:
-        await self._actor.acquire.remote(cost)
-
-    async def settle(self, estimate: float, actual: float) -> None:
-        await self._actor.settle.remote(estimate, actual)
-
-    async def throttled(self, retry_after: float | None) -> None:
-        await self._actor.throttled.remote(retry_after)
+    def grant(self, worker: str, report: Report) -> Grant:
+        return self._coordinator.grant(worker, report)

@@ -2,7 +2,8 @@
 
 Starts the fixed-body server (``server.py``) in its own process pinned to the last CPU, pins this
 process (the client) to the others, runs every row, prints the table and writes it as JSON.
-``--quick`` runs every row at tiny sizes (the smoke test's mode: figures, but meaningless ones).
+``--quick`` runs every row at tiny sizes (the smoke test's mode: figures, but meaningless ones), but
+the Ray rows, whose cluster takes a minute to start, unless asked for with ``--only ray``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from row_sync import sync_rows
 from server import Server, serve, split_cpus
 
 ROOT = Path(__file__).resolve().parents[2]
+SLOW = {"ray"}  # groups that take minutes whatever the sizes (a Ray cluster starting its actors)
 
 
 def _number(value: float) -> str:
@@ -83,6 +85,13 @@ def _streams(sizes: Sizes, cpus: set[int] | None) -> list[Row]:
         return stream_load_rows(slow.url, sizes)
 
 
+def _ray(url: str, sizes: Sizes) -> list[Row]:
+    """The Ray rows, importing Ray only when they run: the other rows' memory figures go without it."""
+    from ray_rows import ray_rows
+
+    return ray_rows(url, sizes)
+
+
 def _groups(server: Server, sizes: Sizes, cpus: set[int] | None) -> dict[str, Callable[[], list[Row]]]:
     return {
         "sync": lambda: sync_rows(server.url, sizes),
@@ -93,13 +102,16 @@ def _groups(server: Server, sizes: Sizes, cpus: set[int] | None) -> dict[str, Ca
         "batch": lambda: batch_rows(server.url, sizes),
         "flight": lambda: _flight(sizes, cpus),
         "limits": lambda: limit_rows(sizes),
+        "ray": lambda: _ray(server.url, sizes),
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--quick", action="store_true", help="tiny sizes: checks the scripts run, measures nothing"
+        "--quick",
+        action="store_true",
+        help="tiny sizes: checks the scripts run, measures nothing (the Ray rows only with --only ray)",
     )
     parser.add_argument(
         "--json", type=Path, default=ROOT / "bench-results.json", help="where to write the results"
@@ -107,7 +119,7 @@ def main() -> None:
     parser.add_argument(
         "--only",
         action="append",
-        choices=["sync", "async", "stream", "streams", "import", "batch", "flight", "limits"],
+        choices=["sync", "async", "stream", "streams", "import", "batch", "flight", "limits", "ray"],
         help="run these rows only (repeatable)",
     )
     args = parser.parse_args()
@@ -119,7 +131,7 @@ def main() -> None:
     rows: list[Row] = []
     with serve(sizes.chunks, server_cpus) as server:
         for name, group in _groups(server, sizes, server_cpus).items():
-            if args.only and name not in args.only:
+            if (args.only and name not in args.only) or (args.quick and name in SLOW and not args.only):
                 continue
             group_started = time.perf_counter()
             rows += group()
