@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import inspect
 import pickle
 import pydoc
 import subprocess
@@ -155,3 +156,15 @@ def test_each_params_field_keeps_its_own_docstring(api: str) -> None:
     for keyword, text in documented.items():
         assert " ".join(text.split())[:60] in entries[keyword]
     assert documented  # every spec here describes some of its fields
+
+
+@pytest.mark.parametrize("api", ["scale", "gradient"])
+def test_the_clients_docstrings_point_at_public_names_only(api: str) -> None:
+    """``help(Scale.complete)`` says where its keywords are listed; no docstring points at a private module."""
+    module = import_module(f"wrapper.{api}")
+    params = f"{api.title()}Params"
+    for cls in module.CLIENTS:
+        assert params in (inspect.getdoc(cls.complete) or "")
+        for method in (cls, cls.complete, cls.stream, cls.complete_many):
+            doc = inspect.getdoc(method) or ""
+            assert "wrapper._" not in doc, (method, doc)
