@@ -160,7 +160,7 @@ def test_each_params_field_keeps_its_own_docstring(api: str) -> None:
 
 @pytest.mark.parametrize("api", ["scale", "gradient"])
 def test_the_clients_docstrings_point_at_public_names_only(api: str) -> None:
-    """``help(Scale.complete)`` says where its keywords are listed; no docstring points at a private module."""
+    """``help(Scale.complete)`` says where its keywords are listed; no docstring names a private module."""
     module = import_module(f"wrapper.{api}")
     params = f"{api.title()}Params"
     for cls in module.CLIENTS:
