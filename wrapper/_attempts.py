@@ -37,6 +37,9 @@ class Attempts:
     failure after which no retry fits in it raises ``APITimeoutError`` saying so.
     """
 
+    paced = False
+    """Whether the async loop awaits ``abefore``/``asucceeded`` (a batch's do; these do nothing)."""
+
     def __init__(self, options: Options) -> None:
         self.options = options
         self.retries = 0
@@ -110,13 +113,16 @@ def run(attempt: Callable[[], T], policy: Attempts) -> T:
 
 async def arun(attempt: Callable[[], Awaitable[T]], policy: Attempts) -> T:
     """``await attempt()`` until it returns, as ``policy`` says."""
+    paced = policy.paced
     while True:
-        await policy.abefore()
+        if paced:
+            await policy.abefore()
         try:
             result = await attempt()
         except APIError as error:
             delay = await policy.afailed(error)
         else:
-            await policy.asucceeded(result)
+            if paced:
+                await policy.asucceeded(result)
             return result
         await policy.await_(delay)

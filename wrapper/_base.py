@@ -25,7 +25,6 @@ from collections.abc import (
     Awaitable,
     Callable,
     Generator,
-    Iterable,
     Mapping,
 )
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
@@ -38,6 +37,7 @@ from generated.exceptions import APIStatusError, APITimeoutError
 from . import _attempts, _telemetry
 from ._checkout import CheckoutTransport
 from ._errors_map import Malformed, connection_error, invalid, is_transport_failure
+from ._headers import ResponseHeaders
 from ._network import (
     checked_headers,
     checked_limits,
@@ -47,6 +47,7 @@ from ._network import (
     user_agent,
 )
 from ._options import Options, RequestOptions, checked_timeout, split
+from ._raw import RAW, RawResponse
 from ._redact import redacted_headers
 from ._transport import (
     AsyncTransports,
@@ -61,8 +62,8 @@ if TYPE_CHECKING:
     from httpx_sse import ServerSentEvent
 
     from ._api import Api
-    from ._raw import RawResponse, StreamingResponse
-    from ._results import Completion, CompletionChunk, ResponseHeaders
+    from ._raw import StreamingResponse
+    from ._results import Completion, CompletionChunk
     from ._retry_policy import RetryPolicy
     from ._streams import AsyncCompletionStream, CompletionStream
 
@@ -160,12 +161,6 @@ def _log_response(request: Request, status: int, started: float) -> None:
             time.perf_counter() - started,
             redacted_headers({name.lower(): value for name, value in request.headers.items()}),
         )
-
-
-def _response_headers(raw: Iterable[tuple[bytes, bytes]]) -> ResponseHeaders:
-    from ._results import ResponseHeaders
-
-    return ResponseHeaders(raw)
 
 
 def _checked_base_url(base_url: str, api: Api) -> str:
@@ -278,10 +273,8 @@ class _ClientCore:
 
     def _result(self, reply: Reply) -> Completion | RawResponse:
         """The completion in ``reply`` (its ``RawResponse`` inside ``with_raw_response``)."""
-        from ._raw import RAW, RawResponse
-
         try:
-            completion = self._wire.parse(reply.content, _response_headers(reply.headers))
+            completion = self._wire.parse(reply.content, ResponseHeaders(reply.headers))
         except Malformed as exc:
             raise exc.at(reply.response()) from None
         return RawResponse(reply.response(), completion) if RAW.get() else completion
@@ -365,8 +358,6 @@ class SyncClient(_ClientCore):
 
         Inside ``with_raw_response`` (``_raw.RAW``) it is the completion's ``RawResponse`` instead.
         """
-        from ._raw import RawResponse
-
         params, options = self._call(kwargs)
         with _telemetry.call(self, model, prompt, params) as span:
             request = self._build(model, prompt, params, options, stream=False)
@@ -398,7 +389,6 @@ class SyncClient(_ClientCore):
     def _one_chunk(
         self, model: str, prompt: str, kwargs: Mapping[str, Any]
     ) -> Generator[httpx.Response | CompletionChunk, None, None]:
-        from ._raw import RAW
         from ._results import whole
 
         token = RAW.set(True)
@@ -443,7 +433,7 @@ class SyncClient(_ClientCore):
                 if not _is_event_stream(response):
                     response.read()
                     raise invalid(response, "is not an event stream")
-                headers = _response_headers(response.headers.raw)
+                headers = ResponseHeaders(response.headers.raw)
                 read = cast(StreamingWire, self._wire).chunk
                 for event in EventSource(response).iter_sse():
                     chunk = read(event, response, headers)
@@ -506,8 +496,6 @@ class AsyncClient(_ClientCore):
 
         Inside ``with_raw_response`` (``_raw.RAW``) it is the completion's ``RawResponse`` instead.
         """
-        from ._raw import RawResponse
-
         params, options = self._call(kwargs)
         with _telemetry.call(self, model, prompt, params) as span:
             request = self._build(model, prompt, params, options, stream=False)
@@ -515,7 +503,7 @@ class AsyncClient(_ClientCore):
 
             async def attempt() -> Completion | RawResponse:
                 sent = attempts.bounded(request)
-                transport = await self._transports.pick()
+                transport = self._transports.ready() or await self._transports.pick()
                 started = time.perf_counter()
                 try:
                     reply = await transport.send(sent)
@@ -540,7 +528,6 @@ class AsyncClient(_ClientCore):
     async def _one_chunk(
         self, model: str, prompt: str, kwargs: Mapping[str, Any]
     ) -> AsyncGenerator[httpx.Response | CompletionChunk, None]:
-        from ._raw import RAW
         from ._results import whole
 
         token = RAW.set(True)
@@ -557,7 +544,7 @@ class AsyncClient(_ClientCore):
 
         async def attempt() -> httpx.Response:
             sent = attempts.bounded(request)
-            transport = await self._transports.pick()
+            transport = self._transports.ready() or await self._transports.pick()
             started = time.perf_counter()
             try:
                 response = await transport.stream(sent, options.stream_idle_timeout)
@@ -586,7 +573,7 @@ class AsyncClient(_ClientCore):
                 if not _is_event_stream(response):
                     await response.aread()
                     raise invalid(response, "is not an event stream")
-                headers = _response_headers(response.headers.raw)
+                headers = ResponseHeaders(response.headers.raw)
                 read = cast(StreamingWire, self._wire).chunk
                 async for event in EventSource(response).aiter_sse():
                     chunk = read(event, response, headers)

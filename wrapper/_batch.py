@@ -250,6 +250,8 @@ class _Counted(Attempts):
     Retry-After): it costs no retry, up to ``FORGIVEN_429S`` times per prompt.
     """
 
+    paced = True
+
     def __init__(self, batch: _Batch, estimate: int) -> None:
         super().__init__(batch.client.options)
         self.batch = batch

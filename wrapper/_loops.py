@@ -34,6 +34,13 @@ class PerLoop(Generic[P]):
         self._lock = threading.Lock()  # loops in several threads may ask at once
         self._pools: dict[asyncio.AbstractEventLoop, tuple[P, AsyncGenerator[None, None]]] = {}
 
+    def ready(self) -> P | None:
+        """The running loop's pool if it is open already (no waiting), else None."""
+        import asyncio
+
+        entry = self._pools.get(asyncio.get_running_loop())
+        return None if entry is None else entry[0]
+
     async def get(self) -> P:
         """The running loop's pool, built (and watched) on its first call."""
         import asyncio  # here: `import wrapper.scale` does not import asyncio

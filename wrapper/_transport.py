@@ -216,6 +216,15 @@ class AsyncTransports:
     def closed(self) -> bool:
         return self._closed
 
+    def ready(self) -> AsyncTransport | None:
+        """``pick()``'s choice when it needs no waiting (the pool is open in the running loop), else None."""
+        if self._closed:
+            return None
+        if self._user is not None:
+            return self._user
+        pools = self._httpx if self._proxy or httpx_is_watched() else self._aiohttp
+        return pools.ready()
+
     async def pick(self) -> AsyncTransport:
         """The transport for the call being made; ``ClientClosedError`` once the client is closed."""
         if self._closed:

@@ -105,6 +105,6 @@ def async_rows(server: Server, sizes: Sizes) -> list[Row]:
     note = "" if load.share is None else f"the server was busy {load.share:.0%} of the time on its CPU"
     name = f"async AsyncScale.complete x{sizes.requests} @{sizes.concurrency}"
     return [
-        Row(name, "ms wall", figures["wrapper"], "aiohttp", figures["aiohttp"], target=1.5, note=note),
+        Row(name, "ms wall", figures["wrapper"], "aiohttp", figures["aiohttp"], target=1.2, note=note),
         Row(name, "ms wall", figures["wrapper"], "httpx.AsyncClient", figures["httpx"], target=None),
     ]
