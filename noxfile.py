@@ -23,7 +23,8 @@ def _pyenv_bins() -> list[str]:
     return [str(bin_dir) for bin_dir in sorted(root.glob("3.*/bin")) if bin_dir.is_dir()]
 
 
-os.environ["PATH"] = os.pathsep.join([os.environ.get("PATH", ""), *_pyenv_bins()])
+# pyenv's own interpreters first: its shims on PATH fail for any version that is not `pyenv global`.
+os.environ["PATH"] = os.pathsep.join([*_pyenv_bins(), os.environ.get("PATH", "")])
 
 
 @nox.session(python=PYTHONS)
