@@ -8,8 +8,9 @@ at one sandbox (seed 0), reset before each block. Conventions of the pages:
 - a fenced ``output`` block right after a Python block is what the block prints; it is compared
   as doctest does, ``...`` matching anything;
 - a block defining top-level ``test_*`` functions is a test file of the reader's project: it runs
-  with ``python -m pytest`` in a directory with no configuration (so no ``asyncio_mode = "auto"``),
-  the installed pytest plugin providing its fixtures, and every test must pass;
+  with ``python -m pytest`` in a directory with no configuration (so no ``asyncio_mode = "auto"``)
+  and only the plugins such a project has (pytest-asyncio, pytest-httpx, this package's), and every
+  test must pass;
 - a block whose first line is ``# Type-checked, not run: <why>`` needs what this machine lacks
   (an S3 bucket, a corporate CA); it is not run, and says so on the page.
 
@@ -37,6 +38,8 @@ from wrapper.sandbox import Sandbox
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
 NOT_RUN = re.compile(r"# Type-checked, not run: (?P<why>\S.*)")
+# A reader's project has the plugins the testing page names, not the dev extra's (hypothesis, ...).
+USER_PLUGINS = ["-p", "asyncio", "-p", "pytest_httpx", "-p", "completion_clients"]
 TIMEOUT = 90  # seconds for one block; the slowest (a batch of a few hundred prompts) takes about 2
 
 
@@ -115,6 +118,7 @@ def _environment(sandbox: Sandbox) -> dict[str, str]:
         GRADIENT_WORKSPACE_ID="sandbox",
         GRADIENT_API_URL=sandbox.gradient_base_url,
         PYTHONUNBUFFERED="1",
+        PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",  # only USER_PLUGINS
     )
     return env
 
@@ -128,7 +132,7 @@ def test_example_runs(example: Example, docs_sandbox: Sandbox, tmp_path: Path) -
     docs_sandbox.reset()
     if block.is_test_file:
         script = tmp_path / "test_example.py"
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", script.name]
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *USER_PLUGINS, script.name]
     else:
         script = tmp_path / "example.py"
         command = [sys.executable, script.name]
