@@ -39,7 +39,7 @@ bench: install  ## speed and memory against raw httpx and aiohttp (not part of `
 	$(BIN)/python scripts/bench/run.py
 
 docs: install  ## the documentation site (mkdocs-material + mkdocstrings) into site/; any warning fails it
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 dist: install  ## the sdist and wheel users install, into dist/, checked with twine
 	rm -rf dist
