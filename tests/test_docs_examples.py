@@ -203,3 +203,14 @@ def test_examples_type_check(tmp_path: Path) -> None:
 
     report = re.sub(r"\S*(?P<file>example_\d+\.py):(?P<line>\d+)", page_line, done.stdout)
     assert done.returncode == 0, report
+
+
+def test_the_readme_stays_a_landing_page() -> None:
+    """Short, with the two set-up commands and the links into the site; the details live in docs/."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) < 150
+    assert "make demo" in readme
+    assert "make test" in readme
+    assert "## Frameworks" in readme
+    for link in re.findall(r"\]\((docs/[^)#]+)", readme):
+        assert (ROOT / link).is_file(), f"README links to {link}, which does not exist"
