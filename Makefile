@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install regen check-regen lint test demo bench
+.PHONY: install regen check-regen lint test demo bench docs dist
 .DEFAULT_GOAL := test
 
 # The editable install's import hook is invisible to type checkers (mypy, pyright): a plain path entry
@@ -41,3 +41,11 @@ demo: install  ## the main job: the sandbox and both clients, end to end
 
 bench: install  ## speed and memory against raw httpx and aiohttp (not part of `make test`)
 	$(BIN)/python scripts/bench/run.py
+
+docs: install  ## the documentation site (mkdocs-material + mkdocstrings) into site/; any warning fails it
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+dist: install  ## the sdist and wheel users install, into dist/, checked with twine
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+	$(BIN)/twine check --strict dist/*

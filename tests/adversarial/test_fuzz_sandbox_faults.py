@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from wrapper.sandbox import Fault, Sandbox
@@ -143,6 +143,7 @@ def _expect_obeyed(
 
 @fuzz
 @given(header=HEADER, api=st.sampled_from([SCALE, GRADIENT]))
+@example(header="status= ", api=SCALE)  # a value h11 will not send: refused by the client
 def test_fault_headers_are_refused_or_obeyed(
     http: httpx.Client, header: str, api: tuple[str, dict[str, Any], dict[str, str]]
 ) -> None:
@@ -156,6 +157,11 @@ def test_fault_headers_are_refused_or_obeyed(
     path, body, headers = api
     try:
         response = http.post(path, json=body, headers={**headers, "x-sandbox-fault": header})
+    except httpx.LocalProtocolError:
+        # Refused by the client, not the sandbox: h11 sends no header value with leading or trailing
+        # whitespace (RFC 9110 excludes it from a field value), so this request never left.
+        assert header != header.strip(" \t"), f"the client refused {header!r}"
+        return
     except httpx.TransportError:
         assert fault is not None, "a refused fault header must get an answer"
         assert fault.reset or fault.cut is not None, f"the connection broke, unasked ({header!r})"

@@ -1,0 +1,216 @@
+"""Every Python code block of README.md and docs/*.md runs as a reader would run it, against the sandbox.
+
+Sybil finds the blocks. Each runs as a script of its own in a fresh interpreter (so an example that
+sets a global, an OpenTelemetry provider or ``set_testing``, leaves nothing behind), in an empty
+directory, with the environment the docs tell readers to set: ``SGP_*`` and ``GRADIENT_*`` pointing
+at one sandbox (seed 0), reset before each block. Conventions of the pages:
+
+- a fenced ``output`` block right after a Python block is what the block prints; it is compared
+  as doctest does, ``...`` matching anything;
+- a block defining top-level ``test_*`` functions is a test file of the reader's project: it runs
+  with ``python -m pytest`` in a directory with no configuration (so no ``asyncio_mode = "auto"``)
+  and only the plugins such a project has (pytest-asyncio, pytest-httpx, this package's), and every
+  test must pass;
+- a block whose first line is ``# Type-checked, not run: <why>`` needs what this machine lacks
+  (an S3 bucket, a corporate CA); it is not run, and says so on the page.
+
+Every block, run or not, is also type-checked with mypy.
+"""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+from sybil import Document, Example, Region
+from sybil.parsers.markdown.lexers import RawFencedCodeBlockLexer
+
+from wrapper.sandbox import Sandbox
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
+NOT_RUN = re.compile(r"# Type-checked, not run: (?P<why>\S.*)")
+# A reader's project has the plugins the testing page names, not the dev extra's (hypothesis, ...).
+USER_PLUGINS = ["-p", "asyncio", "-p", "pytest_httpx", "-p", "completion_clients"]
+TIMEOUT = 90  # seconds for one block; the slowest (a batch of a few hundred prompts) takes about 2
+
+
+class Block(NamedTuple):
+    """A Python block of a page, and the output the page shows for it (None: none shown)."""
+
+    code: str
+    output: str | None
+
+    @property
+    def not_run(self) -> str | None:
+        """Why the block is not run, from its first line; None when it runs."""
+        first = self.code.split("\n", 1)[0]
+        match = NOT_RUN.fullmatch(first.strip())
+        return match["why"] if match else None
+
+    @property
+    def is_test_file(self) -> bool:
+        tree = ast.parse(self.code)
+        return any(
+            isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test_")
+            for node in tree.body
+        )
+
+
+_FENCED = RawFencedCodeBlockLexer(info_pattern=re.compile(r"(?P<info>[^\n]*)$\n", re.MULTILINE))
+
+
+def _blocks(document: Document) -> Iterator[Region]:
+    """One region per Python block, spanning the ``output`` block that follows it, if any."""
+    fenced = list(_FENCED(document))
+    for i, region in enumerate(fenced):
+        if region.lexemes["info"].strip() != "python":
+            continue
+        end, output = region.end, None
+        after = fenced[i + 1] if i + 1 < len(fenced) else None
+        if (
+            after is not None
+            and after.lexemes["info"].strip() == "output"
+            and not document.text[region.end : after.start].strip()
+        ):
+            end, output = after.end, str(after.lexemes["source"])
+        yield Region(region.start, end, parsed=Block(str(region.lexemes["source"]), output))
+
+
+def _examples() -> list[Example]:
+    examples = []
+    for page in PAGES:
+        document = Document(page.read_text(encoding="utf-8"), str(page))
+        for region in _blocks(document):
+            document.add(region)
+        examples.extend(document.examples())
+    return examples
+
+
+EXAMPLES = _examples()
+
+
+def _name(example: Example) -> str:
+    return f"{Path(example.path).relative_to(ROOT)}:{example.line}"
+
+
+@pytest.fixture(scope="module")
+def docs_sandbox() -> Iterator[Sandbox]:
+    with Sandbox(seed=0) as sb:
+        yield sb
+
+
+def _environment(sandbox: Sandbox) -> dict[str, str]:
+    """This process's environment, with the docs' variables pointed at ``sandbox`` instead of the reader's."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SGP_", "GRADIENT_", "OTEL_", "PYTEST_"))}
+    env.update(
+        SGP_API_KEY="sandbox",
+        SGP_CLIENT_BASE_URL=sandbox.scale_base_url,
+        GRADIENT_ACCESS_TOKEN="sandbox",
+        GRADIENT_WORKSPACE_ID="sandbox",
+        GRADIENT_API_URL=sandbox.gradient_base_url,
+        PYTHONUNBUFFERED="1",
+        PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",  # only USER_PLUGINS
+    )
+    return env
+
+
+RUN = [e for e in EXAMPLES if e.parsed.not_run is None]
+
+
+@pytest.mark.parametrize("example", RUN, ids=_name)
+def test_example_runs(example: Example, docs_sandbox: Sandbox, tmp_path: Path) -> None:
+    block: Block = example.parsed
+    docs_sandbox.reset()
+    if block.is_test_file:
+        script = tmp_path / "test_example.py"
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *USER_PLUGINS, script.name]
+    else:
+        script = tmp_path / "example.py"
+        command = [sys.executable, script.name]
+    script.write_text(block.code, encoding="utf-8")
+    done = subprocess.run(
+        command,
+        cwd=tmp_path,
+        env=_environment(docs_sandbox),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.fail(f"{_name(example)} failed:\n{done.stdout}\n{done.stderr}", pytrace=False)
+    if block.is_test_file:
+        tests = sum(1 for line in block.code.splitlines() if re.match(r"(async )?def test_", line))
+        assert re.search(rf"\b{tests} passed\b", done.stdout), done.stdout
+        assert not re.search(r"\b(failed|skipped|error|xfailed)\b", done.stdout), done.stdout
+    if block.output is not None:
+        checker = doctest.OutputChecker()
+        flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+        if not checker.check_output(block.output, done.stdout, flags):
+            shown = f"{_name(example)} printed:\n{done.stdout}\nbut the page shows:\n{block.output}"
+            pytest.fail(shown, pytrace=False)
+
+
+def test_every_page_has_run_examples() -> None:
+    """The blocks were found: each guide with Python blocks contributes some that run."""
+    pages = {Path(e.path).name for e in RUN}
+    assert {"README.md", "clients.md", "batches.md", "sandbox.md", "testing.md"} <= pages, sorted(pages)
+
+
+def test_blocks_not_run_say_why() -> None:
+    """A block not run names what it needs, on its first line, where the reader sees it."""
+    for example in EXAMPLES:
+        why = example.parsed.not_run
+        assert why is None or len(why) > 10, f"{_name(example)}: say what the block needs"
+
+
+# Examples stay short: untyped test functions and helpers are fine, but their bodies are checked.
+RELAXED = "# mypy: disallow-untyped-defs=False, disallow-incomplete-defs=False, warn-return-any=False\n"
+
+
+def test_examples_type_check(tmp_path: Path) -> None:
+    """Every block, run or not, passes mypy: a renamed argument or method fails here too.
+
+    mypy runs with the project's own configuration (and so its cache, which ``make lint`` has just
+    filled for the libraries the examples use); each example file only relaxes the rules on
+    annotating its own functions.
+    """
+    names = {}
+    for i, example in enumerate(EXAMPLES):
+        path = tmp_path / f"example_{i}.py"
+        path.write_text(RELAXED + example.parsed.code, encoding="utf-8")
+        names[path.name] = example
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-error-summary", *sorted(str(tmp_path / name) for name in names)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    def page_line(match: re.Match[str]) -> str:  # example_3.py:5 -> docs/page.md:47, the page's line
+        example = names[match["file"]]
+        return f"{Path(example.path).relative_to(ROOT)}:{example.line + int(match['line']) - 1}"
+
+    report = re.sub(r"\S*(?P<file>example_\d+\.py):(?P<line>\d+)", page_line, done.stdout)
+    assert done.returncode == 0, report
+
+
+def test_the_readme_stays_a_landing_page() -> None:
+    """Short, with the two set-up commands and the links into the site; the details live in docs/."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) < 150
+    assert "make demo" in readme
+    assert "make test" in readme
+    assert "## Frameworks" in readme
+    for link in re.findall(r"\]\((docs/[^)#]+)", readme):
+        assert (ROOT / link).is_file(), f"README links to {link}, which does not exist"
