@@ -222,7 +222,7 @@ def test_constructor_keywords_go_to_the_client(sandbox: Sandbox, scale_client: S
     llm = ScaleLLM(
         model=SCALE_MODEL, api_key=CREDENTIAL, base_url=sandbox.scale_base_url, top_k=1, max_tokens=6
     )
-    assert llm.model_kwargs == {"top_k": 1, "max_tokens": 6}
+    assert (llm.model_kwargs, llm.max_tokens) == ({"top_k": 1}, 6)
     assert llm.invoke("Alice") == scale_client.complete(SCALE_MODEL, "Alice", top_k=1, max_tokens=6).text
     llm.close()
     with pytest.raises(ValidationError, match="no_such_argument"):

@@ -180,7 +180,13 @@ class _CompletionsLLM(BaseLLM):
         return self.requests_per_minute is not None or self.tokens_per_minute is not None
 
     def _params(self, stop: list[str] | None, kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        return _adapter.call_params(self._api, self.model_kwargs, stop, kwargs)
+        keywords = self._api.rules()
+        fields = {
+            name: value
+            for name in type(self).model_fields
+            if name in keywords and (value := getattr(self, name)) is not None
+        }  # keywords of ``complete`` the model declares as its own fields (``max_tokens``)
+        return _adapter.call_params(self._api, {**fields, **self.model_kwargs}, stop, kwargs)
 
     # the four BaseLLM hooks
 
@@ -300,6 +306,10 @@ class ScaleLLM(_CompletionsLLM):
 
     model: str = Field(min_length=1)
     """The model deployment id."""
+    max_tokens: int | None = None
+    """The most tokens to generate (None: the deployment's default)."""
+    temperature: float | None = None
+    """The sampling temperature (None: the deployment's default)."""
     api_key: SecretStr | None = None
     account_id: str | None = None
     base_url: str | None = None
