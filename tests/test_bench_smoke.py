@@ -14,8 +14,9 @@ EXPECTED = {
     # row name prefix -> (baseline, target)
     "sync Scale.complete": ("httpx.Client", 1.1),
     "sync Gradient.complete": ("httpx.Client", 1.1),
-    "async AsyncScale.complete": ("aiohttp", 1.5),
+    "async AsyncScale.complete": ("aiohttp", 1.2),
     "stream Scale.stream": ("httpx + httpx-sse", 1.2),
+    "async AsyncScale.stream": ("aiohttp", 1.3),
     "import wrapper.scale": ("import httpx", 1.3),
     "import wrapper.gradient": ("import httpx", 1.3),
     "batch complete_many": ("20 prompts", 10.0),
