@@ -31,4 +31,7 @@ os.environ["PATH"] = os.pathsep.join([*_pyenv_bins(), os.environ.get("PATH", "")
 def tests(session: nox.Session) -> None:
     """pytest with the dev extra, as ``make test`` runs it (regen, ruff and mypy: the same on any version)."""
     session.install("-e", ".[dev]")
+    # As `make install` does: a path entry for the checkout, so type checkers resolve the package too.
+    pth = "pathlib.Path(sysconfig.get_path('purelib'), 'completion_clients_checkout.pth')"
+    session.run("python", "-c", f"import pathlib, sysconfig; {pth}.write_text({str(Path.cwd()) + chr(10)!r})")
     session.run("python", "-m", "pytest", "-q", *session.posargs)
