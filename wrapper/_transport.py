@@ -216,24 +216,23 @@ class AsyncTransports:
     def closed(self) -> bool:
         return self._closed
 
-    def ready(self) -> AsyncTransport | None:
-        """``pick()``'s choice when it needs no waiting (the pool is open in the running loop), else None."""
-        if self._closed:
-            return None
-        if self._user is not None:
-            return self._user
-        pools = self._httpx if self._proxy or httpx_is_watched() else self._aiohttp
-        return pools.ready()
-
-    async def pick(self) -> AsyncTransport:
-        """The transport for the call being made; ``ClientClosedError`` once the client is closed."""
+    def _choice(self) -> AsyncHttpxTransport | PerLoop[AsyncHttpxTransport] | PerLoop[AiohttpTransport]:
+        """The one decision: the user's client, else the pools of httpx or of aiohttp, as the module says."""
         if self._closed:
             raise ClientClosedError("the client is closed: build a new one to make more calls")
         if self._user is not None:
             return self._user
-        if self._proxy or httpx_is_watched():
-            return await self._httpx.get()
-        return await self._aiohttp.get()
+        return self._httpx if self._proxy or httpx_is_watched() else self._aiohttp
+
+    def ready(self) -> AsyncTransport | None:
+        """``pick()``'s transport when no waiting is needed (its pool is open in this loop), else None."""
+        choice = self._choice()
+        return choice if isinstance(choice, AsyncHttpxTransport) else choice.ready()
+
+    async def pick(self) -> AsyncTransport:
+        """The transport for the call being made; ``ClientClosedError`` once the client is closed."""
+        choice = self._choice()
+        return choice if isinstance(choice, AsyncHttpxTransport) else await choice.get()
 
     async def aclose(self) -> None:
         """Refuse further calls; close the pools (those of other loops as soon as their loop runs)."""
