@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, Type
 
 import httpx
 
-from generated.exceptions import APIStatusError, APITimeoutError
+from generated.exceptions import APIStatusError, APITimeoutError, NotFoundError
 
 from . import _attempts, _telemetry
 from ._checkout import CheckoutTransport
-from ._errors_map import Malformed, connection_error, invalid, is_transport_failure
+from ._errors_map import Malformed, connection_error, invalid, is_transport_failure, requested
 from ._headers import ResponseHeaders
 from ._network import (
     checked_headers,
@@ -48,7 +48,7 @@ from ._network import (
 )
 from ._options import Options, RequestOptions, checked_timeout, split
 from ._raw import RAW, RawResponse
-from ._redact import redacted_headers
+from ._redact import redacted_headers, redacted_url
 from ._transport import (
     AsyncTransports,
     ClientClosedError,
@@ -268,8 +268,20 @@ class _ClientCore:
         """
         _log_response(request, reply.status, started)
         if not 200 <= reply.status < 300:
-            raise self._wire.status_error(reply.response())
+            error = self._wire.status_error(reply.response())
+            raise requested(error, self._base_url_hint(error.request) if type(error) is NotFoundError else None)
         return reply
+
+    def _base_url_hint(self, request: httpx.Request) -> str:
+        """What a 404 of the status class (not a typed body naming what is unknown) adds: it may be the
+        model, or a ``base_url`` with a path segment too many or too few, so this client's is shown beside
+        the path appended to it and the API's default."""
+        base_path = httpx.URL(self._base_url).path.rstrip("/")
+        endpoint = request.url.path.removeprefix(base_path)
+        return (
+            f"if the model id is right, check base_url: this client's is {redacted_url(self._base_url)!r}, "
+            f"and {endpoint!r} is appended to it (the default is {self.API.default_base_url!r})"
+        )
 
     def _result(self, reply: Reply) -> Completion | RawResponse:
         """The completion in ``reply`` (its ``RawResponse`` inside ``with_raw_response``)."""
@@ -295,6 +307,8 @@ class _ClientCore:
 
     def _chunks_failed(self, response: httpx.Response, exc: Exception, options: Options) -> Exception:
         """The typed error for a failure while reading a stream's events (an idle stream's says so)."""
+        if isinstance(exc, APIStatusError):  # an error event
+            return requested(exc)
         if isinstance(exc, httpx.ReadTimeout) and options.stream_idle_timeout is not None:
             return APITimeoutError(
                 f"the stream sent nothing for {options.stream_idle_timeout:g} s (stream_idle_timeout)",
