@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
-from helpers import SCALE_KEY, call, collect, lane_client
+from helpers import GRADIENT_TOKEN, SCALE_KEY, call, collect, lane_client
 
 from wrapper.errors import (
+    ContentFlaggedError,
     NotFoundError,
     UnknownModelError,
     UnprocessableEntityError,
@@ -87,3 +89,32 @@ async def test_the_url_in_a_message_keeps_no_secret(make_client: Any, sandbox: S
         assert secret not in message
     assert f"{host}/v4{ENDPOINTS['scale']}?key=<redacted>&page=<redacted>)" in message, message
     assert f"this client's is 'http://<redacted>@{host}/v4'" in message, message
+
+
+# --- content moderation's samples are in the message ------------------------------------------------
+
+
+async def test_a_flagged_content_error_shows_its_samples(
+    make_client: Any, sandbox: Sandbox, lane: str
+) -> None:
+    client = lane_client(make_client, "gradient", lane, sandbox.gradient_base_url, max_retries=0)
+    with pytest.raises(ContentFlaggedError) as caught:
+        await call(client.complete(MODELS["gradient"], "contraband and MALWARE"))
+    assert caught.value.samples == ["contraband", "MALWARE"]
+    assert "The query contains flagged content (flagged: 'contraband', 'MALWARE')" in str(caught.value)
+    assert GRADIENT_TOKEN not in str(caught.value)
+
+
+def test_a_long_flagged_sample_is_cut_in_the_message(make_client: Any) -> None:
+    sample = "x" * 1000
+    body = {
+        "type": "flaggedContent",
+        "message": "flagged",
+        "payload": {"flaggedContent": [{"sample": sample}]},
+    }
+    client = make_client("gradient", "sync", lambda request: httpx.Response(400, json=body), max_retries=0)
+    with pytest.raises(ContentFlaggedError) as caught:
+        client.complete("m", "q")
+    assert caught.value.samples == [sample]
+    assert sample not in str(caught.value)
+    assert f"(flagged: '{'x' * 20}" in str(caught.value)
