@@ -3,12 +3,16 @@ path, text that cannot be sent, the samples content moderation flagged."""
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from helpers import GRADIENT_TOKEN, SCALE_KEY, call, collect, lane_client
 
+from wrapper._cli import main
 from wrapper.errors import (
     ContentFlaggedError,
     NotFoundError,
@@ -89,6 +93,98 @@ async def test_the_url_in_a_message_keeps_no_secret(make_client: Any, sandbox: S
         assert secret not in message
     assert f"{host}/v4{ENDPOINTS['scale']}?key=<redacted>&page=<redacted>)" in message, message
     assert f"this client's is 'http://<redacted>@{host}/v4'" in message, message
+
+
+# --- text UTF-8 cannot encode is refused before anything is sent ------------------------------------
+
+LONE = "\ud800"
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "prompt", "params", "named"),
+    [
+        ("scale", MODELS["scale"], f"bad {LONE}", {}, "prompt"),
+        ("gradient", MODELS["gradient"], f"bad {LONE}", {}, "prompt"),
+        ("scale", MODELS["scale"], "ok", {"stop_sequences": ["end", f"x{LONE}"]}, "stop_sequences[1]"),
+        ("gradient", MODELS["gradient"], "ok", {"guidance": ["yes", f"n{LONE}"]}, "guidance[1]"),
+        (
+            "scale",
+            MODELS["scale"],
+            "ok",
+            {"chat_template_kwargs": {"a": [f"{LONE}"]}},
+            "chat_template_kwargs['a'][0]",
+        ),
+        (
+            "scale",
+            MODELS["scale"],
+            "ok",
+            {"chat_template_kwargs": {f"k{LONE}": 1}},
+            "a key of chat_template_kwargs",
+        ),
+        ("scale", MODELS["scale"], "ok", {"extra_body": {"x": f"{LONE}"}}, "extra_body['x']"),
+        ("scale", MODELS["scale"], "ok", {"extra_query": {"x": f"{LONE}"}}, "extra_query['x']"),
+        ("gradient", f"model{LONE}", "ok", {}, "model"),
+    ],
+)
+async def test_a_lone_surrogate_is_a_value_error_naming_the_argument(
+    make_client: Any,
+    sandbox: Sandbox,
+    mode: str,
+    provider: str,
+    model: str,
+    prompt: str,
+    params: Any,
+    named: str,
+) -> None:
+    client = make_client(provider, mode, base_url=base_url(sandbox, provider))
+    for attempt in (
+        lambda: call(client.complete(model, prompt, **params)),
+        lambda: client.stream(model, prompt, **params),  # checked when the stream is made
+    ):
+        with pytest.raises(ValueError, match="lone surrogate") as caught:
+            await attempt()
+        message = str(caught.value)
+        assert message.startswith(f"{named} contains '\\ud800' at index "), message
+        assert "lone surrogate" in message
+    assert sandbox.stats().requests == 0
+
+
+async def test_a_batch_refuses_a_prompt_with_a_lone_surrogate_as_it_refuses_an_empty_one(
+    make_client: Any, sandbox: Sandbox, mode: str
+) -> None:
+    client = make_client("scale", mode, base_url=sandbox.scale_base_url)
+    for bad, message in (
+        ("", "prompt must not be empty"),
+        (f"bad {LONE}", "prompt contains '\\ud800' at index 4"),
+    ):
+        with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
+            await collect(client.complete_many(MODELS["scale"], [bad], return_exceptions=True))
+    assert sandbox.stats().requests == 0
+
+
+@pytest.mark.usefixtures("clean_env")
+def test_the_command_line_names_the_prompt(
+    sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flags = ["--base-url", sandbox.scale_base_url, "--api-key", "key-for-the-sandbox"]
+    assert main(["complete", "scale", MODELS["scale"], f"bad {LONE}", *flags]) == 2
+    assert "error: prompt contains '\\ud800' at index 4" in capsys.readouterr().err
+
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    lines = [
+        {"prompt": "Alice", "max_tokens": 1},
+        {"prompt": f"bad {LONE}"},
+        {"prompt": "Alice", "stop_sequences": [f"x{LONE}"]},
+    ]
+    inputs.write_text(
+        "".join(json.dumps(line) + "\n" for line in lines)
+    )  # JSON keeps the surrogate as \ud800
+    assert main(["batch", "scale", MODELS["scale"], str(inputs), "-o", str(output), *flags]) == 1
+    results = {result["index"]: result for result in map(json.loads, output.read_text().splitlines())}
+    assert results[0]["text"]
+    assert results[1]["error"]["message"].startswith("prompt contains '\\ud800' at index 4")
+    assert results[2]["error"]["message"].startswith("stop_sequences[0] contains '\\ud800' at index 1")
+    assert sandbox.stats().requests == 1
 
 
 # --- content moderation's samples are in the message ------------------------------------------------

@@ -57,6 +57,7 @@ from ._transport import (
     Request,
     encode_json,
 )
+from ._validate import check_encodable
 
 if TYPE_CHECKING:
     from httpx_sse import ServerSentEvent
@@ -244,15 +245,21 @@ class _ClientCore:
         if self._closed():
             raise ClientClosedError(f"this {type(self).__name__} client is closed: build a new one")
         streams = stream and self.API.streams
-        kwargs = self._wire.request(model, prompt, params, stream=streams)
+        try:
+            kwargs = self._wire.request(model, prompt, params, stream=streams)
+            url = self._base_url + kwargs["url"]
+            if options.extra_query:
+                url = str(httpx.URL(url).copy_merge_params(options.extra_query))
+            body = {**kwargs["json"], **options.extra_body} if options.extra_body else kwargs["json"]
+            content = encode_json(body)
+        except UnicodeEncodeError:  # a lone surrogate somewhere: say in which argument
+            extra = {"extra_query": options.extra_query, "extra_body": options.extra_body}
+            check_encodable({"model": model, "prompt": prompt, **params, **extra})
+            raise
         headers = {**self._headers, **options.extra_headers, **self._credentials, **kwargs["headers"]}
         if streams:
             headers["Accept"] = "text/event-stream"
-        url = self._base_url + kwargs["url"]
-        if options.extra_query:
-            url = str(httpx.URL(url).copy_merge_params(options.extra_query))
-        body = {**kwargs["json"], **options.extra_body} if options.extra_body else kwargs["json"]
-        return Request(kwargs["method"].upper(), url, headers, encode_json(body), options.timeout)
+        return Request(kwargs["method"].upper(), url, headers, content, options.timeout)
 
     def _batched(self, kwargs: Mapping[str, Any]) -> tuple[Self, dict[str, Any]]:
         """For ``complete_many``: this client with the call's options, and the parameters for each prompt."""
@@ -269,7 +276,8 @@ class _ClientCore:
         _log_response(request, reply.status, started)
         if not 200 <= reply.status < 300:
             error = self._wire.status_error(reply.response())
-            raise requested(error, self._base_url_hint(error.request) if type(error) is NotFoundError else None)
+            hint = self._base_url_hint(error.request) if type(error) is NotFoundError else None
+            raise requested(error, hint)
         return reply
 
     def _base_url_hint(self, request: httpx.Request) -> str:
