@@ -102,14 +102,22 @@ def client_options(
     return options if retry is None else {**options, "retry": retry}
 
 
-def from_env(value: str | None, env: str, default: str | None = None) -> str | None:
-    """``value`` if given, else the environment variable ``env`` if set and not empty, else ``default``."""
-    return value if value is not None else os.environ.get(env) or default
+def from_env(value: object, env: str, argument: str, default: str | None = None) -> str | None:
+    """``value`` if given, else the environment variable ``env`` if set and not empty, else ``default``.
+
+    A given value that is not a string is a ``ValueError`` naming ``argument`` and its type (never the
+    value: it may be a credential).
+    """
+    if value is None:
+        return os.environ.get(env) or default
+    if not isinstance(value, str):
+        raise ValueError(f"{argument} must be a string (or None: from {env}); got {type(value).__name__}")
+    return value
 
 
 def required(value: str | None, *, env: str, argument: str, client: str) -> str:
     """A credential from the argument or the environment; ``ValueError`` naming both when neither is set."""
-    value = from_env(value, env)
+    value = from_env(value, env, argument)
     if not value:
         raise ValueError(
             f"{client} needs {argument}: pass {argument}=... or set the {env} environment variable"
@@ -168,7 +176,7 @@ def _checked_base_url(base_url: str, api: Api) -> str:
     """``base_url`` without its trailing slash; ``ValueError`` unless an http(s) URL with a host."""
     try:
         url = httpx.URL(base_url)
-    except (httpx.InvalidURL, TypeError):
+    except httpx.InvalidURL:
         url = None
     if url is None or url.scheme not in ("http", "https") or not url.host:
         raise ValueError(
@@ -176,6 +184,17 @@ def _checked_base_url(base_url: str, api: Api) -> str:
             f"got {base_url!r}"
         )
     return base_url.rstrip("/")
+
+
+H = TypeVar("H", httpx.Client, httpx.AsyncClient)
+
+
+def _checked_http_client(http_client: H | None, cls: type[H]) -> H | None:
+    """``http_client``; ``ValueError`` unless None or a ``cls`` (a sync client takes an ``httpx.Client``,
+    an async one an ``httpx.AsyncClient``)."""
+    if http_client is not None and not isinstance(http_client, cls):
+        raise ValueError(f"http_client must be an httpx.{cls.__name__}; got {type(http_client).__name__}")
+    return http_client
 
 
 class _ClientCore:
@@ -343,7 +362,7 @@ class SyncClient(_ClientCore):
         default_headers: Mapping[str, str] | None,
         options: Mapping[str, Any],
     ) -> None:
-        limits = checked_limits(limits, http_client)
+        limits = checked_limits(limits, _checked_http_client(http_client, httpx.Client))
         super().__init__(wire, settings, default_headers, dict(options))
         if http_client is None:
             # httpx applies the environment's proxies only to a pool of its own making.
@@ -482,10 +501,8 @@ class AsyncClient(_ClientCore):
         default_headers: Mapping[str, str] | None,
         options: Mapping[str, Any],
     ) -> None:
-        limits = checked_limits(limits, http_client)
+        limits = checked_limits(limits, _checked_http_client(http_client, httpx.AsyncClient))
         super().__init__(wire, settings, default_headers, dict(options))
-        if http_client is not None and not isinstance(http_client, httpx.AsyncClient):
-            raise ValueError(f"http_client must be an httpx.AsyncClient; got {type(http_client).__name__}")
         self._transports = transports = AsyncTransports(
             http_client, limits=limits, verify=ssl_context, proxy=proxy_in_env()
         )
