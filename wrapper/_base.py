@@ -201,7 +201,10 @@ class _ClientCore:
     """Settings, options and the parts of a call that do no I/O, for sync and async clients alike."""
 
     API: Api
-    _closed: Callable[[], bool]
+    _pool_closed: Callable[[], bool]
+    _derived = False
+    """True for a ``with_options`` copy: the pool is its parent's, and closing the copy leaves it open."""
+    _closed_alone = False
 
     def __init__(
         self,
@@ -240,11 +243,24 @@ class _ClientCore:
         return self._options
 
     def with_options(self, **options: Unpack[RequestOptions]) -> Self:
-        """A copy with other request options, sharing this client's connection pool (closing either
-        closes both); ``extra_*`` add to this client's. ``ValueError`` names a bad or unknown option."""
+        """A copy with other request options, sharing this client's connection pool; ``extra_*`` add to
+        this client's. ``ValueError`` names a bad or unknown option.
+
+        Closing the copy (or leaving its ``with`` block) closes the copy alone: the pool stays open for
+        this client and its other copies, until this client is closed.
+        """
         clone = copy.copy(self)
         clone._options = self._options.merged(options)
+        clone._derived = True
         return clone
+
+    def _closed(self) -> bool:
+        return self._closed_alone or self._pool_closed()
+
+    def _closes_pool(self) -> bool:
+        """Mark this client closed; True if its pool is to be closed too (unless a ``with_options`` copy)."""
+        self._closed_alone = True
+        return not self._derived
 
     def __repr__(self) -> str:
         return (
@@ -370,11 +386,15 @@ class SyncClient(_ClientCore):
             transport = None if proxy_in_env() else CheckoutTransport(limits, context)
             http_client = httpx.Client(transport=transport, limits=limits, verify=context, trust_env=True)
         self._transport = HttpxTransport(http_client)
-        self._closed = lambda: http_client.is_closed
+        self._pool_closed = lambda: http_client.is_closed
 
     def close(self) -> None:
-        """Close the connection pool (shared with ``with_options`` copies); later calls are refused."""
-        self._transport.close()
+        """Close the connection pool (its ``with_options`` copies' too); later calls are refused.
+
+        On a ``with_options`` copy it closes the copy alone (``with_options``).
+        """
+        if self._closes_pool():
+            self._transport.close()
 
     def __enter__(self) -> Self:
         return self
@@ -506,11 +526,15 @@ class AsyncClient(_ClientCore):
         self._transports = transports = AsyncTransports(
             http_client, limits=limits, verify=ssl_context, proxy=proxy_in_env()
         )
-        self._closed = lambda: transports.closed
+        self._pool_closed = lambda: transports.closed
 
     async def close(self) -> None:
-        """Close the connection pools (shared with ``with_options`` copies); later calls are refused."""
-        await self._transports.aclose()
+        """Close the connection pools (its ``with_options`` copies' too); later calls are refused.
+
+        On a ``with_options`` copy it closes the copy alone (``with_options``).
+        """
+        if self._closes_pool():
+            await self._transports.aclose()
 
     async def __aenter__(self) -> Self:
         return self
