@@ -205,13 +205,11 @@ class GradientError(APIStatusError):
 
 
 class ContentFlaggedError(GradientError):
-    """The input or output was flagged by content moderation; ``.samples`` are the flagged texts.
-
-    The message shows them too (the first ``SHOWN_SAMPLES``, each cut to ``SHOWN_SAMPLE`` characters).
-    """
+    """Content moderation flagged the input or output; ``.samples`` (and the message) hold the texts."""
 
     SHOWN_SAMPLES = 5
     SHOWN_SAMPLE = 60
+    """The message shows the first ``SHOWN_SAMPLES`` samples, each cut to ``SHOWN_SAMPLE`` characters."""
     raw: _FlaggedContentBody
 
     def __init__(
