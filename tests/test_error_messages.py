@@ -129,14 +129,14 @@ LONE = "\ud800"
 async def test_a_lone_surrogate_is_a_value_error_naming_the_argument(
     make_client: Any,
     sandbox: Sandbox,
-    mode: str,
+    lane: str,
     provider: str,
     model: str,
     prompt: str,
     params: Any,
     named: str,
 ) -> None:
-    client = make_client(provider, mode, base_url=base_url(sandbox, provider))
+    client = lane_client(make_client, provider, lane, base_url(sandbox, provider))
     for attempt in (
         lambda: call(client.complete(model, prompt, **params)),
         lambda: client.stream(model, prompt, **params),  # checked when the stream is made
