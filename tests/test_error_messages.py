@@ -91,6 +91,7 @@ async def test_the_url_in_a_message_keeps_no_secret(make_client: Any, sandbox: S
     message = str(caught.value)
     for secret in ("pw-SECRET-1", "q-SECRET-2", SCALE_KEY):
         assert secret not in message
+    assert "pw-SECRET-1" not in repr(client)
     assert f"{host}/v4{ENDPOINTS['scale']}?key=<redacted>&page=<redacted>)" in message, message
     assert f"this client's is 'http://<redacted>@{host}/v4'" in message, message
 

@@ -264,7 +264,7 @@ class _ClientCore:
 
     def __repr__(self) -> str:
         return (
-            f"{type(self).__name__}(base_url={self._base_url!r}, timeout={self.timeout!r}, "
+            f"{type(self).__name__}(base_url={redacted_url(self._base_url)!r}, timeout={self.timeout!r}, "
             f"max_retries={self.max_retries})"
         )
 
