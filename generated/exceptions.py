@@ -205,14 +205,37 @@ class GradientError(APIStatusError):
 
 
 class ContentFlaggedError(GradientError):
-    """The input or output was flagged by content moderation; ``.samples`` are the flagged texts."""
+    """Content moderation flagged the input or output; ``.samples`` (and the message) hold the texts."""
 
+    SHOWN_SAMPLES = 5
+    SHOWN_SAMPLE = 60
+    """The message shows the first ``SHOWN_SAMPLES`` samples, each cut to ``SHOWN_SAMPLE`` characters."""
     raw: _FlaggedContentBody
+
+    def __init__(
+        self, message: str, *, response: httpx.Response, body: Any, type: str, raw: Any = None
+    ) -> None:
+        if raw is not None:
+            message = f"{message} (flagged: {self._shown(_samples(raw))})"
+        super().__init__(message, response=response, body=body, type=type, raw=raw)
 
     @property
     def samples(self) -> list[str]:
         """The flagged pieces of text."""
-        return [item.sample for item in self.raw.payload.flagged_content]
+        return _samples(self.raw)
+
+    @classmethod
+    def _shown(cls, samples: list[str]) -> str:
+        shown = [
+            repr(sample if len(sample) <= cls.SHOWN_SAMPLE else sample[: cls.SHOWN_SAMPLE] + "...")
+            for sample in samples[: cls.SHOWN_SAMPLES]
+        ]
+        more = len(samples) - len(shown)
+        return ", ".join(shown) + (f" and {more} more" if more else "")
+
+
+def _samples(raw: _FlaggedContentBody) -> list[str]:
+    return [item.sample for item in raw.payload.flagged_content]
 
 
 class _PayloadValidationError(GradientError):

@@ -10,7 +10,17 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import CLASSES, CREDENTIALS, ENV_VARS, TEST_TIMEOUT, Handler, LocalServer, call, retry_waits
+from helpers import (
+    CLASSES,
+    CREDENTIALS,
+    ENV_VARS,
+    LANES,
+    TEST_TIMEOUT,
+    Handler,
+    LocalServer,
+    call,
+    retry_waits,
+)
 
 
 @pytest.fixture
@@ -30,6 +40,12 @@ def sleeps() -> Iterator[list[float]]:
 @pytest.fixture(params=["sync", "async"])
 def mode(request: pytest.FixtureRequest) -> str:
     """Run the test with the sync and with the async client."""
+    return str(request.param)
+
+
+@pytest.fixture(params=LANES)
+def lane(request: pytest.FixtureRequest) -> str:
+    """Run the test on each lane (``helpers.LANES``; build its client with ``helpers.lane_client``)."""
     return str(request.param)
 
 

@@ -350,6 +350,17 @@ def scale_body(text: str = "Paris", **extra: Any) -> dict[str, Any]:
 GRADIENT_BODY = {"finishReason": "stop", "generatedOutput": "yes"}
 
 
+LANES = ["sync", "async", "async-httpx"]
+"""Sync; async on its default pool (aiohttp for complete and stream); async on a user's httpx client."""
+
+
+def lane_client(make_client: Any, provider: str, lane: str, base_url: str, **options: Any) -> Any:
+    """``make_client``'s client of ``provider`` on ``lane`` (one of ``LANES``) at ``base_url``."""
+    if lane == "async-httpx":
+        options.setdefault("http_client", httpx.AsyncClient())
+    return make_client(provider, "sync" if lane == "sync" else "async", base_url=base_url, **options)
+
+
 async def call(result: Any) -> Any:
     """The result of a sync or async client call."""
     return await result if inspect.isawaitable(result) else result

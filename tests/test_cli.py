@@ -418,7 +418,11 @@ def test_each_result_carries_the_request_id_of_its_own_request(
         (["batch", "scale", MODEL, "in.jsonl"], "-o/--output"),
         (["batch", "openai", MODEL, "in.jsonl", "-o", "out.jsonl"], "invalid choice: 'openai'"),
         (["complete", "scale", MODEL, "hi", "--concurrency", "3"], "unrecognized arguments: --concurrency"),
-        (["complete", "scale", MODEL, "hi", "--max-tokens", "0"], "must be at least 1"),
+        (["complete", "scale", MODEL, "hi", "--max-tokens", "1.5"], "--max-tokens: not an integer: '1.5'"),
+        (
+            ["complete", "gradient", "nous-hermes2", "hi", "--max-tokens", "0"],
+            "max_generated_token_count must",
+        ),
         (["complete", "scale", MODEL, "hi", "--param", "bogus=1"], "unexpected keyword argument 'bogus'"),
         (["complete", "scale", MODEL, "hi", "--temperature", "9"], "temperature must satisfy"),
         (["complete", "gradient", "nous-hermes2", "hi", "--stop", "x"], "unrecognized arguments: --stop"),

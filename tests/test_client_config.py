@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import httpx
@@ -57,3 +58,40 @@ def test_a_base_url_from_the_environment_is_checked_too(monkeypatch: pytest.Monk
     monkeypatch.setenv("SGP_CLIENT_BASE_URL", "127.0.0.1:3026")
     with pytest.raises(ValueError, match="base_url must be"):
         CLASSES["scale"][0](api_key="k")
+
+
+# --- every constructor argument of the wrong type is named, with the type it takes -------------------
+
+CONSTRUCTOR_ARGUMENTS = [
+    (cls, name) for pair in CLASSES.values() for cls in pair for name in inspect.signature(cls).parameters
+]
+
+
+def _takes_a_string(cls: type, name: str) -> bool:
+    annotation = str(inspect.signature(cls).parameters[name].annotation)  # a string: postponed annotations
+    return "str" in annotation.split(" | ")
+
+
+@pytest.mark.usefixtures("clean_env")
+@pytest.mark.parametrize(
+    ("cls", "name"), CONSTRUCTOR_ARGUMENTS, ids=lambda item: getattr(item, "__name__", item)
+)
+def test_an_argument_of_the_wrong_type_is_named_with_the_type_it_takes(cls: Any, name: str) -> None:
+    wrong: Any = 12345678901 if _takes_a_string(cls, name) else object()
+    with pytest.raises(ValueError, match=rf"^{name} must be ") as caught:
+        cls(**{**CREDENTIALS[cls.API.name], name: wrong})
+    message = str(caught.value)
+    if _takes_a_string(cls, name):
+        assert "must be a string" in message
+        assert "got int" in message
+        assert str(wrong) not in message  # a credential, even a mistyped one, is never shown
+
+
+def test_the_string_arguments_are_told_apart_by_their_annotations() -> None:
+    assert {name for cls, name in CONSTRUCTOR_ARGUMENTS if _takes_a_string(cls, name)} == {
+        "api_key",
+        "account_id",
+        "access_token",
+        "workspace_id",
+        "base_url",
+    }

@@ -141,7 +141,8 @@ async def test_gradient_typed_body_of_an_unknown_type_is_a_plain_gradient_error(
     error = await failure(client)
     assert type(error) is GradientError
     assert (error.type, error.status_code, error.body, error.raw) == (NO_SUCH_NAME, status, body, None)
-    assert error.message == f"HTTP {status} {NO_SUCH_NAME}: something new went wrong"
+    request = "(POST https://api.test/api/models/m/complete)"
+    assert error.message == f"HTTP {status} {NO_SUCH_NAME}: something new went wrong {request}"
 
 
 @pytest.mark.parametrize(

@@ -280,10 +280,14 @@ async def test_with_options_copies_share_the_pool(make_client: Any, mode: str) -
     assert client.with_options(max_retries=5).timeout == httpx.Timeout(10.0)
     with pytest.raises(ValueError, match="max_retries"):
         client.with_options(max_retries=-1)
-    await call(quick.close())  # one pool: closing the copy closes the client
+    await call(quick.close())  # one pool, the client's: closing the copy closes the copy alone
     with pytest.raises(RuntimeError, match="is closed"):
-        await call(client.complete("m", "p"))
-    assert len(recorder.requests) == 2
+        await call(quick.complete("m", "p"))
+    await call(client.complete("m", "p"))
+    await call(client.close())
+    with pytest.raises(RuntimeError, match="is closed"):
+        await call(client.with_options(max_retries=1).complete("m", "p"))
+    assert len(recorder.requests) == 3
 
 
 async def test_context_managers_close_the_pool(sleeps: list[float]) -> None:

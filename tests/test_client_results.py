@@ -7,26 +7,14 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import GRADIENT_BODY, LocalServer, call, collect, json_reply, scale_body, sse_reply
+from helpers import GRADIENT_BODY, LocalServer, call, collect, json_reply, lane_client, scale_body, sse_reply
 
 from wrapper import Completion
 
-LANES = ["sync", "async", "async-httpx"]
 EVENTS = [
     'data: {"completions": [["p", ["Hel"]]]}',
     'data: {"completions": [["p", ["lo"]]], "finish_reason": "stop", "response_tokens": 2}',
 ]
-
-
-@pytest.fixture(params=LANES)
-def lane(request: pytest.FixtureRequest) -> str:
-    """Sync; async on its default pool (the aiohttp lane for complete); async on a user's httpx client."""
-    return str(request.param)
-
-
-def lane_client(make_client: Any, provider: str, lane: str, base_url: str) -> Any:
-    options = {"http_client": httpx.AsyncClient()} if lane == "async-httpx" else {}
-    return make_client(provider, "sync" if lane == "sync" else "async", base_url=base_url, **options)
 
 
 async def test_complete_carries_the_request_id_and_headers(

@@ -12,10 +12,11 @@ import sys
 import textwrap
 from typing import Any
 
+import httpx
 import pytest
-from helpers import CLASSES, CREDENTIALS, call, collect
+from helpers import CLASSES, CREDENTIALS, call, collect, lane_client
 
-from wrapper import _attempts
+from wrapper import ClientClosedError, _attempts
 from wrapper.errors import APIError, InternalServerError
 from wrapper.sandbox import Sandbox
 
@@ -34,17 +35,88 @@ async def test_a_closed_client_refuses_every_call_and_sends_nothing(
     client = CLASSES[provider][mode == "async"](**CREDENTIALS[provider], base_url=base_url(sandbox, provider))
     copy = client.with_options(max_retries=0)
     assert (await call(client.complete(MODELS[provider], "Alice"))).text
-    await call(copy.close())
+    await call(client.close())
     before = sandbox.stats().requests
-    for attempt in (
-        lambda: call(client.complete(MODELS[provider], "Alice")),
-        lambda: collect(client.stream(MODELS[provider], "Alice")),
-        lambda: collect(client.complete_many(MODELS[provider], ["Alice"])),
-    ):
-        with pytest.raises(RuntimeError, match="client is closed"):
-            await attempt()
+    for closed in (client, copy):  # a copy shares the pool its parent closed
+        for attempt in (
+            lambda c=closed: call(c.complete(MODELS[provider], "Alice")),
+            lambda c=closed: collect(c.stream(MODELS[provider], "Alice")),
+            lambda c=closed: collect(c.complete_many(MODELS[provider], ["Alice"])),
+        ):
+            with pytest.raises(RuntimeError, match="client is closed"):
+                await attempt()
     await call(client.close())  # closing again is harmless
     assert sandbox.stats().requests == before
+
+
+async def leave(client: Any, asynchronous: bool) -> None:
+    """Use ``client`` in a ``with`` (``async with``) block, as its only user would, and leave it."""
+    model = MODELS[client.API.name]
+    if asynchronous:
+        async with client as inside:
+            assert (await inside.complete(model, "Alice")).text
+    else:
+        with client as inside:
+            assert inside.complete(model, "Alice").text
+
+
+@pytest.mark.usefixtures("clean_env")
+@pytest.mark.parametrize("provider", ["scale", "gradient"])
+async def test_leaving_a_derived_clients_block_closes_it_alone(
+    make_client: Any, sandbox: Sandbox, provider: str, lane: str
+) -> None:
+    """A ``with_options`` copy shares its parent's pool and never closes it: closing the copy (or leaving
+    its block) marks only the copy closed; the parent, and its other copies, go on until it is closed."""
+    parent = lane_client(make_client, provider, lane, base_url(sandbox, provider))
+    sibling = parent.with_options(max_retries=0)
+    derived = parent.with_options(timeout=30)
+    await leave(derived, lane != "sync")
+    assert (await call(parent.complete(MODELS[provider], "Alice"))).text
+    assert (await call(sibling.complete(MODELS[provider], "Alice"))).text
+    assert await collect(parent.stream(MODELS[provider], "Alice"))
+    with pytest.raises(ClientClosedError, match=f"this {type(parent).__name__} client is closed"):
+        await call(derived.complete(MODELS[provider], "Alice"))
+    with pytest.raises(ClientClosedError):
+        derived.with_options(max_retries=1).stream(MODELS[provider], "Alice")  # a copy of a closed one
+    await call(parent.close())
+    with pytest.raises(ClientClosedError):
+        await call(sibling.complete(MODELS[provider], "Alice"))
+
+
+@pytest.mark.usefixtures("clean_env")
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_a_derived_client_never_closes_the_users_http_client(
+    sandbox: Sandbox, asynchronous: bool
+) -> None:
+    http = httpx.AsyncClient() if asynchronous else httpx.Client()
+    parent = CLASSES["scale"][asynchronous](
+        **CREDENTIALS["scale"], base_url=sandbox.scale_base_url, http_client=http
+    )
+    await leave(parent.with_options(timeout=30), asynchronous)
+    await call(parent.with_options(max_retries=0).close())
+    assert not http.is_closed
+    assert (await call(parent.complete(MODELS["scale"], "Alice"))).text
+    await call(parent.close())  # the client closes the pool it was given, as documented
+    assert http.is_closed
+
+
+@pytest.mark.usefixtures("clean_env")
+def test_a_copy_of_the_module_level_client_leaves_it_open(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import wrapper.scale
+
+    monkeypatch.setenv("SGP_API_KEY", "key-for-the-sandbox")
+    monkeypatch.setenv("SGP_CLIENT_BASE_URL", sandbox.scale_base_url)
+    try:
+        assert wrapper.scale.complete(MODELS["scale"], "Alice").text
+        with wrapper.scale._default.get().with_options(timeout=30) as quick:  # no public name reaches it
+            assert quick.complete(MODELS["scale"], "Alice").text
+        assert wrapper.scale.complete(MODELS["scale"], "Alice").text
+        assert "".join(chunk.text for chunk in wrapper.scale.stream(MODELS["scale"], "Alice"))
+    finally:
+        wrapper.scale._default.close()
+    assert sandbox.stats().requests == 4
 
 
 CROSS_LOOPS = """

@@ -3,6 +3,7 @@ apply with no edit to the sandbox, and jsonschema's findings are worded as each 
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,6 +14,9 @@ import pytest
 import yaml
 from normalize import normalize
 
+from wrapper import _api
+from wrapper._cli import main
+from wrapper.errors import APIStatusError
 from wrapper.sandbox import Sandbox, _validate
 from wrapper.sandbox._handler import registry
 
@@ -166,3 +170,119 @@ def test_a_scale_binding_of_the_wrong_type_is_reported_at_its_key(live_sandbox: 
         (["body", "model_request_parameters", "bindings", "k"], "string_type"),
         (["body", "model_request_parameters", "other"], "extra_forbidden"),
     ]
+
+
+# --- a negative token count: the client, the command line and the sandbox agree -----------------------
+# Where the spec bounds the max-tokens keyword, the client checks the bound before sending; where it does
+# not, the client sends what it is given and the sandbox refuses a negative count as the service does,
+# in the API's validation error shape. The command line is the client: its --max-tokens is --param.
+
+BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+
+
+def _bounded(api: str, keyword: str) -> bool:
+    return not set(BOUNDS).isdisjoint(
+        importlib.import_module(f"generated.{api}.params").KEYWORDS[keyword]["schema"]
+    )
+
+
+def _cli(api: str, sb: Sandbox, *args: str) -> int:
+    credentials = [
+        flag for credential in _api.get(api).credentials for flag in (credential.flag, "sandbox-credential")
+    ]
+    model = registry()[api].models[0].id
+    argv = [
+        "complete",
+        api,
+        model,
+        "Alice",
+        "--base-url",
+        sb.url + _api.get(api).sandbox_path,
+        *credentials,
+        *args,
+    ]
+    try:
+        code = main([*argv, "--max-retries", "0"])
+    except SystemExit as exited:  # a usage error
+        code = int(str(exited.code))
+    return code
+
+
+@pytest.mark.usefixtures("clean_env")
+@pytest.mark.parametrize("api", _api.NAMES)
+def test_a_negative_max_tokens_is_refused_alike_by_the_client_the_command_line_and_the_sandbox(
+    live_sandbox: Sandbox, api: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    descriptor = _api.get(api)
+    keyword, model = descriptor.max_tokens, registry()[api].models[0].id
+    credentials = {credential.keyword: "sandbox-credential" for credential in descriptor.credentials}
+    url = live_sandbox.url + descriptor.sandbox_path
+    with descriptor.clients()[0](**credentials, base_url=url, max_retries=0) as client:
+        before = live_sandbox.stats().requests
+        if _bounded(api, keyword):  # the spec's bound, checked before sending
+            with pytest.raises(ValueError, match=rf"^{keyword} must satisfy ") as refused:
+                client.complete(model, "Alice", **{keyword: -3})
+            assert live_sandbox.stats().requests == before
+            expected, code = str(refused.value), 2
+        else:  # sent, and refused by the service in its validation shape
+            with pytest.raises(APIStatusError) as refused:
+                client.complete(model, "Alice", **{keyword: -3})
+            assert live_sandbox.stats().requests == before + 1
+            assert refused.value.status_code == 422
+            assert refused.value.errors == [
+                (("body", keyword), "Input should be greater than or equal to 0", "greater_than_equal")
+            ]
+            expected, code = str(refused.value).partition(" (POST ")[0], 1
+    capsys.readouterr()
+    for flags in (["--max-tokens", "-3"], ["--param", f"{keyword}=-3"]):
+        assert _cli(api, live_sandbox, *flags) == code
+        assert expected in capsys.readouterr().err
+
+
+def test_the_sandbox_refuses_negative_scale_counts_as_fastapi_would(live_sandbox: Sandbox) -> None:
+    answer = _scale(
+        live_sandbox,
+        {"prompt": "Alice", "max_tokens": -5, "logprobs": True, "top_logprobs": -1, "temperature": 9},
+    )
+    assert answer.status_code == 422
+    assert sorted(
+        (e["loc"], e["type"], e["msg"], e["input"], e.get("ctx")) for e in answer.json()["detail"]
+    ) == [
+        (
+            ["body", "max_tokens"],
+            "greater_than_equal",
+            "Input should be greater than or equal to 0",
+            -5,
+            {"ge": 0},
+        ),
+        (["body", "temperature"], "less_than_equal", "Input should be less than or equal to 2", 9, {"le": 2}),
+        (
+            ["body", "top_logprobs"],
+            "greater_than_equal",
+            "Input should be greater than or equal to 0",
+            -1,
+            {"ge": 0},
+        ),
+    ]
+    nothing = _scale(live_sandbox, {"prompt": "Alice", "max_tokens": 0})
+    assert (nothing.status_code, nothing.json()["completions"]) == (200, [["Alice", [""]]])
+
+
+def test_the_sandbox_refuses_a_negative_gradient_count_once_whether_or_not_the_spec_bounds_it(
+    release: Release, live_sandbox: Sandbox
+) -> None:
+    def issues() -> list[tuple[list[Any], str]]:
+        answer = _gradient(live_sandbox, {"query": "Alice", "maxGeneratedTokenCount": -5})
+        assert (answer.status_code, answer.json()["type"]) == (400, "bodyParsingError")
+        return [(i["loc"], i["type"]) for i in answer.json()["payload"]["validationError"]]
+
+    assert issues() == [(["maxGeneratedTokenCount"], "greater_than")]  # the spec's bound alone
+
+    def unbound(spec: dict[str, Any]) -> None:
+        count = request_schema(spec, "gradient")["properties"]["maxGeneratedTokenCount"]
+        for bound in BOUNDS:
+            count.pop(bound, None)
+
+    release("gradient", unbound)
+    assert issues() == [(["maxGeneratedTokenCount"], "greater_than_equal")]
+    assert _gradient(live_sandbox, {"query": "Alice", "maxGeneratedTokenCount": 600}).status_code == 200

@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, Type
 
 import httpx
 
-from generated.exceptions import APIStatusError, APITimeoutError
+from generated.exceptions import APIStatusError, APITimeoutError, NotFoundError
 
 from . import _attempts, _telemetry
 from ._checkout import CheckoutTransport
-from ._errors_map import Malformed, connection_error, invalid, is_transport_failure
+from ._errors_map import Malformed, connection_error, invalid, is_transport_failure, requested
 from ._headers import ResponseHeaders
 from ._network import (
     checked_headers,
@@ -48,7 +48,7 @@ from ._network import (
 )
 from ._options import Options, RequestOptions, checked_timeout, split
 from ._raw import RAW, RawResponse
-from ._redact import redacted_headers
+from ._redact import redacted_headers, redacted_url
 from ._transport import (
     AsyncTransports,
     ClientClosedError,
@@ -57,6 +57,7 @@ from ._transport import (
     Request,
     encode_json,
 )
+from ._validate import check_encodable
 
 if TYPE_CHECKING:
     from httpx_sse import ServerSentEvent
@@ -101,14 +102,22 @@ def client_options(
     return options if retry is None else {**options, "retry": retry}
 
 
-def from_env(value: str | None, env: str, default: str | None = None) -> str | None:
-    """``value`` if given, else the environment variable ``env`` if set and not empty, else ``default``."""
-    return value if value is not None else os.environ.get(env) or default
+def from_env(value: object, env: str, argument: str, default: str | None = None) -> str | None:
+    """``value`` if given, else the environment variable ``env`` if set and not empty, else ``default``.
+
+    A given value that is not a string is a ``ValueError`` naming ``argument`` and its type (never the
+    value: it may be a credential).
+    """
+    if value is None:
+        return os.environ.get(env) or default
+    if not isinstance(value, str):
+        raise ValueError(f"{argument} must be a string (or None: from {env}); got {type(value).__name__}")
+    return value
 
 
 def required(value: str | None, *, env: str, argument: str, client: str) -> str:
     """A credential from the argument or the environment; ``ValueError`` naming both when neither is set."""
-    value = from_env(value, env)
+    value = from_env(value, env, argument)
     if not value:
         raise ValueError(
             f"{client} needs {argument}: pass {argument}=... or set the {env} environment variable"
@@ -167,7 +176,7 @@ def _checked_base_url(base_url: str, api: Api) -> str:
     """``base_url`` without its trailing slash; ``ValueError`` unless an http(s) URL with a host."""
     try:
         url = httpx.URL(base_url)
-    except (httpx.InvalidURL, TypeError):
+    except httpx.InvalidURL:
         url = None
     if url is None or url.scheme not in ("http", "https") or not url.host:
         raise ValueError(
@@ -177,11 +186,25 @@ def _checked_base_url(base_url: str, api: Api) -> str:
     return base_url.rstrip("/")
 
 
+H = TypeVar("H", httpx.Client, httpx.AsyncClient)
+
+
+def _checked_http_client(http_client: H | None, cls: type[H]) -> H | None:
+    """``http_client``; ``ValueError`` unless None or a ``cls`` (a sync client takes an ``httpx.Client``,
+    an async one an ``httpx.AsyncClient``)."""
+    if http_client is not None and not isinstance(http_client, cls):
+        raise ValueError(f"http_client must be an httpx.{cls.__name__}; got {type(http_client).__name__}")
+    return http_client
+
+
 class _ClientCore:
     """Settings, options and the parts of a call that do no I/O, for sync and async clients alike."""
 
     API: Api
-    _closed: Callable[[], bool]
+    _pool_closed: Callable[[], bool]
+    _derived = False
+    """True for a ``with_options`` copy: the pool is its parent's, and closing the copy leaves it open."""
+    _closed_alone = False
 
     def __init__(
         self,
@@ -220,15 +243,28 @@ class _ClientCore:
         return self._options
 
     def with_options(self, **options: Unpack[RequestOptions]) -> Self:
-        """A copy with other request options, sharing this client's connection pool (closing either
-        closes both); ``extra_*`` add to this client's. ``ValueError`` names a bad or unknown option."""
+        """A copy with other request options, sharing this client's connection pool; ``extra_*`` add to
+        this client's. ``ValueError`` names a bad or unknown option.
+
+        Closing the copy (or leaving its ``with`` block) closes the copy alone: the pool stays open for
+        this client and its other copies, until this client is closed.
+        """
         clone = copy.copy(self)
         clone._options = self._options.merged(options)
+        clone._derived = True
         return clone
+
+    def _closed(self) -> bool:
+        return self._closed_alone or self._pool_closed()
+
+    def _closes_pool(self) -> bool:
+        """Mark this client closed; True if its pool is to be closed too (unless a ``with_options`` copy)."""
+        self._closed_alone = True
+        return not self._derived
 
     def __repr__(self) -> str:
         return (
-            f"{type(self).__name__}(base_url={self._base_url!r}, timeout={self.timeout!r}, "
+            f"{type(self).__name__}(base_url={redacted_url(self._base_url)!r}, timeout={self.timeout!r}, "
             f"max_retries={self.max_retries})"
         )
 
@@ -244,15 +280,21 @@ class _ClientCore:
         if self._closed():
             raise ClientClosedError(f"this {type(self).__name__} client is closed: build a new one")
         streams = stream and self.API.streams
-        kwargs = self._wire.request(model, prompt, params, stream=streams)
+        try:
+            kwargs = self._wire.request(model, prompt, params, stream=streams)
+            url = self._base_url + kwargs["url"]
+            if options.extra_query:
+                url = str(httpx.URL(url).copy_merge_params(options.extra_query))
+            body = {**kwargs["json"], **options.extra_body} if options.extra_body else kwargs["json"]
+            content = encode_json(body)
+        except UnicodeEncodeError:  # a lone surrogate somewhere: say in which argument
+            extra = {"extra_query": options.extra_query, "extra_body": options.extra_body}
+            check_encodable({"model": model, "prompt": prompt, **params, **extra})
+            raise
         headers = {**self._headers, **options.extra_headers, **self._credentials, **kwargs["headers"]}
         if streams:
             headers["Accept"] = "text/event-stream"
-        url = self._base_url + kwargs["url"]
-        if options.extra_query:
-            url = str(httpx.URL(url).copy_merge_params(options.extra_query))
-        body = {**kwargs["json"], **options.extra_body} if options.extra_body else kwargs["json"]
-        return Request(kwargs["method"].upper(), url, headers, encode_json(body), options.timeout)
+        return Request(kwargs["method"].upper(), url, headers, content, options.timeout)
 
     def _batched(self, kwargs: Mapping[str, Any]) -> tuple[Self, dict[str, Any]]:
         """For ``complete_many``: this client with the call's options, and the parameters for each prompt."""
@@ -268,8 +310,21 @@ class _ClientCore:
         """
         _log_response(request, reply.status, started)
         if not 200 <= reply.status < 300:
-            raise self._wire.status_error(reply.response())
+            error = self._wire.status_error(reply.response())
+            hint = self._base_url_hint(error.request) if type(error) is NotFoundError else None
+            raise requested(error, hint)
         return reply
+
+    def _base_url_hint(self, request: httpx.Request) -> str:
+        """What a 404 of the status class (not a typed body naming what is unknown) adds: it may be the
+        model, or a ``base_url`` with a path segment too many or too few, so this client's is shown beside
+        the path appended to it and the API's default."""
+        base_path = httpx.URL(self._base_url).path.rstrip("/")
+        endpoint = request.url.path.removeprefix(base_path)
+        return (
+            f"if the model id is right, check base_url: this client's is {redacted_url(self._base_url)!r}, "
+            f"and {endpoint!r} is appended to it (the default is {self.API.default_base_url!r})"
+        )
 
     def _result(self, reply: Reply) -> Completion | RawResponse:
         """The completion in ``reply`` (its ``RawResponse`` inside ``with_raw_response``)."""
@@ -295,6 +350,8 @@ class _ClientCore:
 
     def _chunks_failed(self, response: httpx.Response, exc: Exception, options: Options) -> Exception:
         """The typed error for a failure while reading a stream's events (an idle stream's says so)."""
+        if isinstance(exc, APIStatusError):  # an error event
+            return requested(exc)
         if isinstance(exc, httpx.ReadTimeout) and options.stream_idle_timeout is not None:
             return APITimeoutError(
                 f"the stream sent nothing for {options.stream_idle_timeout:g} s (stream_idle_timeout)",
@@ -321,7 +378,7 @@ class SyncClient(_ClientCore):
         default_headers: Mapping[str, str] | None,
         options: Mapping[str, Any],
     ) -> None:
-        limits = checked_limits(limits, http_client)
+        limits = checked_limits(limits, _checked_http_client(http_client, httpx.Client))
         super().__init__(wire, settings, default_headers, dict(options))
         if http_client is None:
             # httpx applies the environment's proxies only to a pool of its own making.
@@ -329,11 +386,15 @@ class SyncClient(_ClientCore):
             transport = None if proxy_in_env() else CheckoutTransport(limits, context)
             http_client = httpx.Client(transport=transport, limits=limits, verify=context, trust_env=True)
         self._transport = HttpxTransport(http_client)
-        self._closed = lambda: http_client.is_closed
+        self._pool_closed = lambda: http_client.is_closed
 
     def close(self) -> None:
-        """Close the connection pool (shared with ``with_options`` copies); later calls are refused."""
-        self._transport.close()
+        """Close the connection pool (its ``with_options`` copies' too); later calls are refused.
+
+        On a ``with_options`` copy it closes the copy alone (``with_options``).
+        """
+        if self._closes_pool():
+            self._transport.close()
 
     def __enter__(self) -> Self:
         return self
@@ -460,18 +521,20 @@ class AsyncClient(_ClientCore):
         default_headers: Mapping[str, str] | None,
         options: Mapping[str, Any],
     ) -> None:
-        limits = checked_limits(limits, http_client)
+        limits = checked_limits(limits, _checked_http_client(http_client, httpx.AsyncClient))
         super().__init__(wire, settings, default_headers, dict(options))
-        if http_client is not None and not isinstance(http_client, httpx.AsyncClient):
-            raise ValueError(f"http_client must be an httpx.AsyncClient; got {type(http_client).__name__}")
         self._transports = transports = AsyncTransports(
             http_client, limits=limits, verify=ssl_context, proxy=proxy_in_env()
         )
-        self._closed = lambda: transports.closed
+        self._pool_closed = lambda: transports.closed
 
     async def close(self) -> None:
-        """Close the connection pools (shared with ``with_options`` copies); later calls are refused."""
-        await self._transports.aclose()
+        """Close the connection pools (its ``with_options`` copies' too); later calls are refused.
+
+        On a ``with_options`` copy it closes the copy alone (``with_options``).
+        """
+        if self._closes_pool():
+            await self._transports.aclose()
 
     async def __aenter__(self) -> Self:
         return self

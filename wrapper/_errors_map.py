@@ -24,7 +24,10 @@ from generated.exceptions import (
     PermissionDeniedError,
     RateLimitError,
     UnprocessableEntityError,
+    scrub,
 )
+
+from ._redact import redacted_url
 
 T = TypeVar("T")
 
@@ -135,6 +138,18 @@ def status_error(
         detail = f"redirect{f' to {where}' if where else ''} not followed" + (f"; {shown}" if shown else "")
     error = cls(status_message(status, body, detail), response=response, body=body)
     error.status_code = status
+    return error
+
+
+def requested(error: APIStatusError, hint: str | None = None) -> APIStatusError:
+    """``error`` with its request's method and URL (``redacted_url``) after its message, then ``hint``.
+
+    Which request got the answer is the first thing to check: a wrong ``base_url`` shows in the URL.
+    """
+    request = error.request
+    message = f"{error.message} ({request.method} {redacted_url(request.url)})"
+    error.message = scrub(f"{message}; {hint}" if hint else message, request.headers)
+    error.args = (error.message,)
     return error
 
 

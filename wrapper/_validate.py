@@ -274,6 +274,32 @@ class WireBody:
         return self._fields
 
 
+def check_encodable(arguments: Mapping[str, Any]) -> None:
+    """``ValueError`` naming the first of ``arguments`` (and where in it) that holds text UTF-8 cannot
+    encode: a lone surrogate, as decoding with ``errors="surrogateescape"`` or splitting a surrogate pair
+    leaves. Request bodies and URLs are UTF-8, so such text can never be sent."""
+    for name, value in arguments.items():
+        _check_encodable(name, value)
+
+
+def _check_encodable(name: str, value: Any) -> None:
+    if isinstance(value, str):
+        try:
+            value.encode()
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"{name} contains {value[exc.start]!r} at index {exc.start}, a lone surrogate, which is not "
+                "text UTF-8 can encode (was it decoded with errors='surrogateescape', or a pair split?)"
+            ) from None
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            _check_encodable(f"a key of {name}", key)
+            _check_encodable(f"{name}[{key!r}]", item)
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            _check_encodable(f"{name}[{index}]", item)
+
+
 def prompt_rule(prompt: Mapping[str, Any]) -> Rule:
     """The rule for the positional prompt: its field's constraints, and never empty."""
     schema = prompt["schema"]

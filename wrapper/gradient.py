@@ -75,7 +75,7 @@ def _config(
     workspace = required(
         workspace_id, env="GRADIENT_WORKSPACE_ID", argument="workspace_id", client="Gradient"
     )
-    url = from_env(base_url, "GRADIENT_API_URL", DEFAULT_BASE_URL) or DEFAULT_BASE_URL
+    url = from_env(base_url, "GRADIENT_API_URL", "base_url", DEFAULT_BASE_URL) or DEFAULT_BASE_URL
     return GradientWire(workspace), Settings(url, {"Authorization": f"Bearer {token}"})
 
 

@@ -70,10 +70,12 @@ API = Api(
 
 def _settings(api_key: str | None, account_id: str | None, base_url: str | None) -> Settings:
     headers = {"x-api-key": required(api_key, env="SGP_API_KEY", argument="api_key", client="Scale")}
-    account_id = from_env(account_id, "SGP_ACCOUNT_ID")
+    account_id = from_env(account_id, "SGP_ACCOUNT_ID", "account_id")
     if account_id:
         headers["x-selected-account-id"] = header_value(account_id, "account_id (or SGP_ACCOUNT_ID)")
-    return Settings(from_env(base_url, "SGP_CLIENT_BASE_URL", DEFAULT_BASE_URL) or DEFAULT_BASE_URL, headers)
+    return Settings(
+        from_env(base_url, "SGP_CLIENT_BASE_URL", "base_url", DEFAULT_BASE_URL) or DEFAULT_BASE_URL, headers
+    )
 
 
 def _wire() -> ScaleWire:

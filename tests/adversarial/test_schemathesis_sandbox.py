@@ -4,7 +4,8 @@ The sandbox must never answer 5xx, must reject what the spec forbids and accept 
 every answer must conform to the spec. Two things the specs leave out are checked by hand: a Scale
 request with ``"stream": true`` is answered with server-sent events (each event a ``CompletionResponse``;
 seeds/README.md), and schema-valid requests may still be refused for their meaning (Scale: 422 when prompt
-plus ``max_tokens`` exceed the context length, as its description says; Gradient: the 4XX types about
+plus ``max_tokens`` exceed the context length, as its description says, or for a negative token count,
+which its spec leaves unbounded and its service refuses; Gradient: the 4XX types about
 unknown models, flagged content, guidance or RAG), so Schemathesis' "positive data accepted" check
 is replaced by one that allows exactly those. The sandbox takes any credentials but refuses none
 (Schemathesis' "ignored auth" check expects a made-up token refused), so that check is replaced by
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -27,6 +29,7 @@ from schemathesis.specs.openapi.checks import ignored_auth, positive_data_accept
 
 from wrapper.sandbox import Sandbox
 from wrapper.sandbox._catalog import FAIL_TRIGGER
+from wrapper.sandbox._handler import registry
 
 from ._clients import GRADIENT_TOKEN, SCALE_KEY
 from ._schemas import SPECS, spec
@@ -81,21 +84,25 @@ def _check_stream(response: schemathesis.Response) -> None:
 def _rejects_valid_data(api: str, response: schemathesis.Response) -> bool:
     """True when the sandbox turned a schema-valid request away for breaking the schema.
 
-    Scale may answer 422 only for the context length; Gradient may answer any 4XX whose ``type`` is
-    about meaning (unknown model, flagged content, guidance or RAG problems), never a parsing error.
+    Scale may answer 422 only for the context length and for negative token counts (its handler's
+    ``counts``); Gradient may answer any 4XX whose ``type`` is about meaning (unknown model, flagged
+    content, guidance or RAG problems), never a parsing error.
     """
     if response.status_code < 400:
         return False
     body = response.json()
     if api == "scale":
         detail = body.get("detail") if response.status_code == 422 else None
-        return not (
-            isinstance(detail, list)
-            and len(detail) == 1
-            and detail[0]["loc"] == ["body", "max_tokens"]
-            and CONTEXT_ERROR in detail[0]["msg"]
-        )
+        return not (isinstance(detail, list) and detail and all(map(_refused_for_meaning, detail)))
     return body.get("type") in ("bodyParsingError", "queryOrPathParsingError")
+
+
+def _refused_for_meaning(item: dict[str, Any]) -> bool:
+    """Whether a Scale 422 item is one the service sends for a schema-valid body."""
+    if item["loc"] == ["body", "max_tokens"] and CONTEXT_ERROR in item["msg"]:
+        return True
+    counts = [["body", count] for count in registry()["scale"].operation.counts]
+    return item["loc"] in counts and item["type"] == "greater_than_equal" and item["input"] < 0
 
 
 @scale_schema.parametrize()

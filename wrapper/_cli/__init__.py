@@ -128,13 +128,14 @@ def _client(args: argparse.Namespace, *, asynchronous: bool) -> Any:
 
 def _param_checker(provider: str) -> Callable[[dict[str, Any]], None]:
     """A check of parameters against the provider's rules, as the client makes it before sending."""
-    from wrapper._validate import check_params
+    from wrapper._validate import check_encodable, check_params
 
     rules = _api.get(provider).rules()
 
     def check(params: dict[str, Any]) -> None:
         try:
             check_params(params, rules)
+            check_encodable(params)
         except (TypeError, ValueError) as exc:
             raise InputLineError(str(exc)) from None
 

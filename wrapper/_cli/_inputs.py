@@ -19,6 +19,8 @@ import stat
 from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any, BinaryIO
 
+from wrapper._validate import check_encodable
+
 __all__ = ["Id", "Input", "InputLineError", "count_inputs", "input_size", "read_inputs"]
 
 Id = str | int
@@ -147,4 +149,8 @@ def _prompt(fields: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     prompt = fields.pop("prompt", None)
     if not isinstance(prompt, str) or not prompt:
         raise InputLineError('"prompt" must be a non-empty string')
+    try:
+        check_encodable({"prompt": prompt})  # JSON's "\ud800" escapes can hold what UTF-8 cannot send
+    except ValueError as exc:
+        raise InputLineError(str(exc)) from None
     return prompt, fields

@@ -118,7 +118,7 @@ def _param_args(parser: argparse.ArgumentParser, provider: str) -> None:
     group = parser.add_argument_group("generation parameters (batch: defaults for every line)")
     api = _api.get(provider)
     most = f"tokens to generate at most ({api.max_tokens})"
-    group.add_argument("--max-tokens", type=_positive, metavar="N", help=most)
+    group.add_argument("--max-tokens", type=_spec_number(provider, api.max_tokens), metavar="N", help=most)
     group.add_argument("--temperature", type=float, metavar="T")
     group.add_argument("--top-k", type=_spec_number(provider, "top_k"), metavar="K")
     group.add_argument("--top-p", type=float, metavar="P")
@@ -165,9 +165,10 @@ def flag_params(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _spec_number(provider: str, keyword: str) -> Any:
-    """``int`` (not negative) or ``float``, as the provider's spec types the parameter."""
+    """``int`` or ``float``, as the provider's spec types the parameter. Its bounds are the client's to
+    check, as for ``--param``: where the spec states none, the value is sent and the service judges it."""
     params = importlib.import_module(f"generated.{provider}.params")
-    return _natural if params.KEYWORDS[keyword]["schema"].get("type") == "integer" else float
+    return _integer if params.KEYWORDS[keyword]["schema"].get("type") == "integer" else float
 
 
 def _positive(text: str) -> int:
@@ -187,11 +188,15 @@ def _per_minute(text: str) -> float:
     return value
 
 
-def _natural(text: str) -> int:
+def _integer(text: str) -> int:
     try:
-        value = int(text)
+        return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
+def _natural(text: str) -> int:
+    value = _integer(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
     return value

@@ -17,7 +17,8 @@ Models: Gradient ``nous-hermes2`` (guidance), ``llama2-7b-chat`` (no guidance) a
 ``alice-adapter_model_adapter``; Scale ``llama-3-8b-instruct`` and ``mistral-7b-instruct``; RAG
 collection ``wonderland``. Error triggers: an unknown model id, guidance on ``llama2-7b-chat``, a
 blocklisted word (``contraband``, ``explosives``, ``malware``), ``__fail__`` in the prompt, a prompt
-over the context, RAG with ``autoTemplate: false`` or no matching document, the credential ``invalid``.
+over the context, a negative token count (even where the spec states no bound), RAG with
+``autoTemplate: false`` or no matching document, the credential ``invalid``.
 Request bodies are validated against the normalised specs (``generated/<api>/spec.json``), so a
 regenerated spec's fields and bounds apply at once. In pytest, the plugin ``wrapper.pytest_plugin``
 provides ``sandbox`` and client fixtures.

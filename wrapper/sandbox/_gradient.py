@@ -69,7 +69,7 @@ class GradientHandler(Handler):
 
     name = "gradient"
     title = "Gradient"
-    operation = Operation(name, "/models/{id}/complete", "post")
+    operation = Operation(name, "/models/{id}/complete", "post", counts=("maxGeneratedTokenCount",))
     models = MODELS
     models_label = "models"
     headers_help = f"Authorization: Bearer <any>, {_WORKSPACE_HEADER}"

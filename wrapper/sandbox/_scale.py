@@ -28,7 +28,13 @@ class ScaleHandler(Handler):
 
     name = "scale"
     title = "Scale"
-    operation = Operation(name, "/v4/models/{model_deployment_id}/completions", "post", ("body",))
+    operation = Operation(
+        name,
+        "/v4/models/{model_deployment_id}/completions",
+        "post",
+        ("body",),
+        ("max_tokens", "top_logprobs"),
+    )
     models = MODELS
     models_label = "deployments"
     headers_help = "x-api-key: <any>"
@@ -106,7 +112,8 @@ class ScaleHandler(Handler):
     def triggers_help(self) -> str:
         return f"""\
 Error triggers (statuses):
-  unknown deployment id -> 404; prompt + max_tokens over the context -> 422
+  unknown deployment id -> 404; prompt + max_tokens over the context, or a negative
+  max_tokens or top_logprobs -> 422
   prompt containing {_catalog.FAIL_TRIGGER!r} -> 500; in a stream, an `event: error` after
   {_STREAM_FAILS_AFTER} chunks"""
 

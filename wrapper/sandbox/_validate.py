@@ -30,12 +30,15 @@ Loc = tuple[str | int, ...]
 @dataclass(frozen=True)
 class Operation:
     """The operation whose request body an API's handler serves: the API whose ``spec.json`` holds it,
-    its spec path and method, and where its errors point (FastAPI's start at ``body``)."""
+    its spec path and method, where its errors point (FastAPI's start at ``body``), and its ``counts``:
+    the body fields that count tokens, which the service refuses below 0 even where the spec states no
+    bound (as a ``ge=0`` field would be refused)."""
 
     api: str
     path: str
     method: str
     loc: Loc = ()
+    counts: tuple[str, ...] = ()
 
 
 SPECS = Path(generated.__file__).parent
@@ -95,9 +98,24 @@ def request_body(operation: Operation, raw: bytes) -> dict[str, Any]:
         for item in _items(problem, prefix):
             if item not in errors:  # OAS 3.0's type check can report one null twice
                 errors.append(item)
+    errors += _negative_counts(operation, body, {tuple(item["loc"]) for item in errors})
     if errors:
         raise Invalid(errors)
     return {name: value for name, value in body.items() if value is not None}
+
+
+def _negative_counts(operation: Operation, body: Any, reported: set[Loc]) -> list[dict[str, Any]]:
+    """The errors for the token counts in ``body`` below 0 that the spec's checks have not reported."""
+    if not isinstance(body, dict):
+        return []
+    errors = []
+    for field in operation.counts:
+        value, loc = body.get(field), (*operation.loc, field)
+        negative = isinstance(value, int | float) and not isinstance(value, bool) and value < 0
+        if negative and loc not in reported:
+            type_, words = _BOUNDS["ge"]
+            errors.append(error(loc, type_, f"Input should be {words} 0", value, ge=0))
+    return errors
 
 
 @cache
