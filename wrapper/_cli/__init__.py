@@ -32,8 +32,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m wrapper") 
     if argv[:1] == ["sandbox"]:  # all the rest is the sandbox's, --help included
         from wrapper.sandbox.__main__ import main as sandbox_main
 
-        sandbox_main(argv[1:])
-        return OK
+        return sandbox_main(argv[1:])
     args = build_parser(prog).parse_args(argv)
     usage: argparse.ArgumentParser = args.command_parser
     if args.command == "batch" and _same_file(args.input, args.output):
