@@ -108,14 +108,20 @@ def test_a_json_error_names_the_column_next_to_the_files_line(
     counted_sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
-    inputs.write_bytes(b'{"prompt": "Alice"}\n{"prompt": "a" "b"}\n{"prompt": "caf\xe9"}\n')
+    inputs.write_bytes(
+        b'{"prompt": "Alice"}\n{"prompt": "a" "b"}\n{"prompt": "caf\xe9"}\n'
+        b'{"prompt": "missing brace"\n{"prompt": "missing brace"\r\n{"prompt": "missing brace"'
+    )
     assert main(["batch", "scale", MODEL, str(inputs), "-o", str(output), *_flags(counted_sandbox)]) == 1
     err = capsys.readouterr().err
     assert f"{inputs}:2: not JSON (Expecting ',' delimiter at column 16)\n" in err
     assert f"{inputs}:3: not UTF-8 text (byte 16 is not UTF-8)\n" in err
+    for line in (4, 5, 6):  # the end of the line, whatever ends it, and not the line break's column
+        assert f"{inputs}:{line}: not JSON (Expecting ',' delimiter at column 27)\n" in err
     assert "line 1" not in err
     results = {r["index"]: r for r in _results(output)}
     assert results[1]["error"]["message"] == "not JSON (Expecting ',' delimiter at column 16)"
+    assert results[3]["error"]["message"] == "not JSON (Expecting ',' delimiter at column 27)"
 
 
 _FIXES = {  # a bad line, and the same line fixed by giving it an id

@@ -120,6 +120,7 @@ def _within(file: BinaryIO, size: int) -> Iterator[bytes]:
 
 
 def _object(line: bytes) -> dict[str, Any]:
+    line = line.rstrip(b"\r\n")  # not the text's: an error at its end is reported there, not past the break
     try:
         fields = json.loads(line.decode("utf-8-sig"))  # a byte-order mark, if any, is not the line's
     except UnicodeDecodeError as exc:
