@@ -70,14 +70,16 @@ def _batch_args(parser: argparse.ArgumentParser) -> None:
         metavar="INPUT.jsonl",
         help='one {"prompt": ..., "id": ..., params...} per line; "id" (a string or an integer, optional) is '
         "copied to the result and resume matches by it; a line without one is matched by its position (and "
-        "keeps that result once given an id); read up to its size at start; blank lines are not sent",
+        "keeps that result once given an id); read up to its size at start; blank lines are not sent; "
+        "- is standard input, read to its end",
     )
     parser.add_argument(
         "-o",
         "--output",
         metavar="OUTPUT.jsonl",
         required=True,
-        help="results (not the input file); re-run to resume",
+        help="results (not the input file); re-run to resume; - is standard output, which keeps nothing to "
+        "resume from (every run sends every input)",
     )
     parser.add_argument(
         "--concurrency", type=_positive, default=16, metavar="N", help="requests in flight at most (16)"
