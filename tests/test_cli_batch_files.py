@@ -272,3 +272,27 @@ def test_standard_input_that_is_the_output_file_is_refused(counted_sandbox: Sand
     assert run.returncode == 2
     assert f"-o/--output {inputs} is the input file - (standard input) (the same file)" in run.stderr
     assert inputs.read_bytes() == before
+
+
+def test_a_reader_that_stops_reading_the_results_stops_the_run_quietly(
+    counted_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """``-o - | head -1``: the rest of the batch is not sent, and nothing is said of a broken pipe."""
+    inputs = tmp_path / "in.jsonl"
+    inputs.write_text(_prompts(500))
+    command = [sys.executable, "-m", "wrapper", "batch", "scale", MODEL, str(inputs), "-o", "-"]
+    with subprocess.Popen(
+        [*command, "--concurrency", "1", *_flags(counted_sandbox)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+    ) as run:
+        assert run.stdout is not None
+        assert run.stderr is not None
+        first = json.loads(run.stdout.readline())
+        run.stdout.close()  # as head does once it has its line
+        err = run.stderr.read().decode()
+        assert run.wait(timeout=30) == 1
+    assert first["index"] == 0
+    assert err == ""
+    assert counted_sandbox.stats().requests < 500

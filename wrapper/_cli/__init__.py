@@ -53,6 +53,9 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m wrapper") 
             with client:
                 return _complete(client, args, params)
         return asyncio.run(_batch(client, args, params, check, _command(prog, argv, args)))
+    except BrokenPipeError:  # what reads the results stopped reading (-o - | head): stop, quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush can't fail now
+        return FAILED
     except KeyboardInterrupt:
         resumable = args.command == "batch" and args.output != STDIO
         print("interrupted" + (": run it again to resume" if resumable else ""), file=sys.stderr)
