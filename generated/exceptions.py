@@ -38,6 +38,7 @@ __all__ = [
     "GradientError",
     "InternalServerError",
     "NotFoundError",
+    "PayloadValidationError",
     "PermissionDeniedError",
     "RagError",
     "RateLimitError",
@@ -215,8 +216,8 @@ class ContentFlaggedError(GradientError):
         return [item.sample for item in self.raw.payload.flagged_content]
 
 
-class _PayloadValidationError(GradientError):
-    """A Gradient error that carries the service's validation error about the request."""
+class PayloadValidationError(GradientError):
+    """Base class of the Gradient errors that carry the service's validation error about the request."""
 
     @property
     def validation_error(self) -> Any:

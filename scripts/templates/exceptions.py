@@ -37,6 +37,7 @@ __all__ = [
     "GradientError",
     "InternalServerError",
     "NotFoundError",
+    "PayloadValidationError",
     "PermissionDeniedError",
     "RagError",
     "RateLimitError",
@@ -214,8 +215,8 @@ class ContentFlaggedError(GradientError):
         return [item.sample for item in self.raw.payload.flagged_content]
 
 
-class _PayloadValidationError(GradientError):
-    """A Gradient error that carries the service's validation error about the request."""
+class PayloadValidationError(GradientError):
+    """Base class of the Gradient errors that carry the service's validation error about the request."""
 
     @property
     def validation_error(self) -> Any:
