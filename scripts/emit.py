@@ -211,18 +211,45 @@ def _bounds(schema: dict[str, Any], name: str) -> list[str]:
 
 
 def _keyword_doc(keyword: str, kind: str, schema: dict[str, Any], description: str) -> list[str]:
-    """A keyword's entry in the params class docstring: ``name (type):``, then its bounds and description."""
+    """A keyword's item in the params class docstring, Markdown that reads as plain text too:
+    ``- ``name`` (``type``): Bounds. Description``, the description's later blocks (a table) nested in it.
+    """
     rules = ", ".join(_bounds(schema, keyword))
     rules = f"{rules[:1].upper()}{rules[1:]}." if rules else ""
-    text = " ".join(part for part in (rules, description.strip()) if part)
-    indent = " " * 12
-    lines = [f"        {keyword} ({kind}):"]
-    for line in text.splitlines():
-        if line.startswith("|"):  # a Markdown table row: wrapping would break it
-            lines.append(indent + line)
+    blocks = _blocks(description)
+    first = " ".join(blocks.pop(0)[1]) if blocks and not blocks[0][0] else ""
+    text = " ".join(part for part in (rules, first) if part)
+    item = f"- ``{keyword}`` (``{kind}``)" + (f": {text}" if text else "")
+    lines = textwrap.wrap(item, width=108, initial_indent=" " * 4, subsequent_indent=" " * 6)
+    nested = " " * 8  # a list item's own blocks are indented by four
+    for table, rows in blocks:
+        lines.append("")
+        if table:  # a Markdown table row: wrapping would break it
+            lines += [nested + row for row in rows]
         else:
-            lines += textwrap.wrap(line, width=104, initial_indent=indent, subsequent_indent=indent)
+            lines += textwrap.wrap(" ".join(rows), width=108, initial_indent=nested, subsequent_indent=nested)
+    if blocks:
+        lines.append("")  # the next item after a blank line, not inside the last block
     return [_escaped(line) for line in lines]
+
+
+def _blocks(text: str) -> list[tuple[bool, list[str]]]:
+    """A description's Markdown blocks, each a table (its rows) or a paragraph (its lines)."""
+    blocks: list[tuple[bool, list[str]]] = []
+    previous = ""
+    for line in (line.strip() for line in text.splitlines()):
+        table = line.startswith("|")
+        if line and previous and table == previous.startswith("|"):
+            blocks[-1][1].append(line)
+        elif line:
+            blocks.append((table, [line]))
+        previous = line
+    return blocks
+
+
+def _markdown(description: str) -> str:
+    """A description whose tables render as tables: each set apart from the text by blank lines."""
+    return "\n\n".join("\n".join(rows) if table else " ".join(rows) for table, rows in _blocks(description))
 
 
 def _py_type(schema: dict[str, Any], hint: str, classes: list[str]) -> str:
@@ -267,7 +294,7 @@ def params_module(api_name: str, spec_file: str, spec: dict[str, Any], api: Api)
         entries += _keyword_doc(keyword, kind, data["schema"], data["description"])
         fields.append(f"    {keyword}: {kind} | None")
         if data["description"]:
-            fields.append(f"    {_docstring(data['description'])}")
+            fields.append(f"    {_docstring(_markdown(data['description']))}")
         fields.append("")
     body_name = api.operation
     doc = (
@@ -283,6 +310,7 @@ def params_module(api_name: str, spec_file: str, spec: dict[str, Any], api: Api)
             '    ``None`` means "not given": only the fields given are sent.',
             "",
             "    Keyword arguments:",
+            "",
             *entries,
             '    """',
         ]

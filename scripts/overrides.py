@@ -74,8 +74,8 @@ GRADIENT = Api(
     error_parents={
         "unknownBaseModel": "UnknownModelError",
         "unknownModelAdapter": "UnknownModelError",
-        "bodyParsingError": "_PayloadValidationError",  # adds ``.validation_error``
-        "queryOrPathParsingError": "_PayloadValidationError",
+        "bodyParsingError": "PayloadValidationError",  # adds ``.validation_error``
+        "queryOrPathParsingError": "PayloadValidationError",
     },
     error_parent_patterns=((r"^rag|Rag", "RagError"),),  # every RAG error, today's and later ones
     error_docs={

@@ -6,12 +6,14 @@ import contextlib
 import inspect
 import json
 import logging
+import re
 import socket
 import struct
 import subprocess
 import sys
 import threading
 import time
+import tomllib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -33,6 +35,14 @@ SPEC_FILES = {"gradient": ROOT / "specs" / "gradient.json", "scale": ROOT / "spe
 TEST_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
 """What a client a test builds without a ``timeout`` gets (conftest.py): a stuck request fails its test."""
 NO_SUCH_NAME = "zz_no_spec_has_this_name"  # an unknown keyword, key or field in any spec
+
+
+def install_command(extra: str) -> re.Pattern[str]:
+    """What an error says to install ``extra``: ``pip install`` and each package pyproject.toml's extra
+    lists, quoted (any version bounds), as none of the pages' ``completion-clients[extra]`` would install."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    names = [re.match(r"[\w.-]+(\[[^\]]*\])?", requirement)[0] for requirement in extras[extra]]
+    return re.compile("pip install " + " ".join(f"'{re.escape(name)}[^']*'" for name in names))
 
 
 def raw_spec(api: str) -> dict[str, Any]:

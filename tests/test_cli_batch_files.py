@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -108,14 +110,20 @@ def test_a_json_error_names_the_column_next_to_the_files_line(
     counted_sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
-    inputs.write_bytes(b'{"prompt": "Alice"}\n{"prompt": "a" "b"}\n{"prompt": "caf\xe9"}\n')
+    inputs.write_bytes(
+        b'{"prompt": "Alice"}\n{"prompt": "a" "b"}\n{"prompt": "caf\xe9"}\n'
+        b'{"prompt": "missing brace"\n{"prompt": "missing brace"\r\n{"prompt": "missing brace"'
+    )
     assert main(["batch", "scale", MODEL, str(inputs), "-o", str(output), *_flags(counted_sandbox)]) == 1
     err = capsys.readouterr().err
     assert f"{inputs}:2: not JSON (Expecting ',' delimiter at column 16)\n" in err
     assert f"{inputs}:3: not UTF-8 text (byte 16 is not UTF-8)\n" in err
+    for line in (4, 5, 6):  # the end of the line, whatever ends it, and not the line break's column
+        assert f"{inputs}:{line}: not JSON (Expecting ',' delimiter at column 27)\n" in err
     assert "line 1" not in err
     results = {r["index"]: r for r in _results(output)}
     assert results[1]["error"]["message"] == "not JSON (Expecting ',' delimiter at column 16)"
+    assert results[3]["error"]["message"] == "not JSON (Expecting ',' delimiter at column 27)"
 
 
 _FIXES = {  # a bad line, and the same line fixed by giving it an id
@@ -181,15 +189,110 @@ def test_giving_ids_to_lines_already_done_by_position_sends_nothing_again(
 
 
 @pytest.mark.timeout(60)
-def test_a_pipe_as_input_is_read_to_its_end(counted_sandbox: Sandbox, tmp_path: Path) -> None:
+@pytest.mark.parametrize("progress", ["--progress", "--no-progress"])  # the bar must not read it first
+def test_a_pipe_as_input_is_read_to_its_end(counted_sandbox: Sandbox, tmp_path: Path, progress: str) -> None:
     fifo, output = tmp_path / "prompts.fifo", tmp_path / "out.jsonl"
     os.mkfifo(fifo)  # no size to stop at: a pipe is read until its writer closes it
     writer = threading.Thread(target=fifo.write_text, args=(_prompts(5),))
     writer.start()
+    command = ["batch", "scale", MODEL, str(fifo), "-o", str(output), progress, *_flags(counted_sandbox)]
     try:
-        assert main(["batch", "scale", MODEL, str(fifo), "-o", str(output), *_flags(counted_sandbox)]) == 0
+        assert main(command) == 0
     finally:
         if writer.is_alive():  # the run never opened the pipe: let the writer's open return
             os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
         writer.join()
     assert sorted(r["index"] for r in _results(output)) == list(range(5))
+
+
+def _batch(*args: str, stdin: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m wrapper batch ARGS`` in a process of its own in ``cwd``, its standard input a string or
+    a file."""
+    command = [sys.executable, "-m", "wrapper", "batch", *args]
+    if isinstance(stdin, Path):
+        with stdin.open() as file:
+            return subprocess.run(command, stdin=file, capture_output=True, text=True, timeout=60, cwd=cwd)
+    return subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=60, cwd=cwd)
+
+
+@pytest.mark.parametrize("progress", ["--progress", "--no-progress"])
+def test_dash_as_the_input_is_standard_input_and_resumes_by_position(
+    counted_sandbox: Sandbox, tmp_path: Path, progress: str
+) -> None:
+    output = tmp_path / "out.jsonl"
+    command = ["scale", MODEL, "-", "-o", str(output), progress, *_flags(counted_sandbox)]
+    first = _batch(*command, stdin=_prompts(3), cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert sorted(r["index"] for r in _results(output)) == [0, 1, 2]
+    assert "3 done, 0 failed, 0 skipped" in first.stderr
+    assert counted_sandbox.stats().requests == 3
+    again = _batch(
+        *command, stdin=_prompts(5), cwd=tmp_path
+    )  # the same lines and two more: only those are sent
+    assert again.returncode == 0, again.stderr
+    assert "2 done, 0 failed, 3 skipped" in again.stderr
+    assert sorted(r["index"] for r in _results(output)) == [0, 1, 2, 3, 4]
+    assert counted_sandbox.stats().requests == 5
+
+
+def test_dash_as_the_output_writes_the_results_to_standard_output(
+    counted_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    inputs = tmp_path / "in.jsonl"
+    inputs.write_text(_prompts(3) + '{"prompt": ""}\n')
+    run = _batch("scale", MODEL, str(inputs), "-o", "-", *_flags(counted_sandbox), stdin="", cwd=tmp_path)
+    assert run.returncode == 1  # the empty prompt
+    results = [json.loads(line) for line in run.stdout.splitlines()]  # results only: the rest is on stderr
+    assert sorted(r["index"] for r in results) == [0, 1, 2, 3]
+    assert [r["index"] for r in results if "error" in r] == [3]
+    assert "3 done, 1 failed, 0 skipped" in run.stderr
+    assert "--retry-failed" not in run.stderr  # standard output keeps nothing to retry from
+    assert not (tmp_path / "-").exists()
+    # nothing to resume from: a second run sends everything again
+    again = _batch("scale", MODEL, "-", "-o", "-", *_flags(counted_sandbox), stdin=inputs, cwd=tmp_path)
+    assert again.stdout.count("\n") == 4
+    assert counted_sandbox.stats().requests == 6
+
+
+def test_retry_failed_with_standard_output_is_a_usage_error(counted_sandbox: Sandbox, tmp_path: Path) -> None:
+    flags = ["--retry-failed", *_flags(counted_sandbox)]
+    run = _batch("scale", MODEL, "-", "-o", "-", *flags, stdin=_prompts(1), cwd=tmp_path)
+    assert run.returncode == 2
+    why = "--retry-failed needs an output file to rewrite: -o - (standard output) keeps no results"
+    assert run.stderr == f"error: {why}\n"
+    assert counted_sandbox.stats().requests == 0
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_standard_input_that_is_the_output_file_is_refused(counted_sandbox: Sandbox, tmp_path: Path) -> None:
+    inputs = tmp_path / "in.jsonl"
+    inputs.write_text(_prompts(2))
+    before = inputs.read_bytes()
+    run = _batch("scale", MODEL, "-", "-o", str(inputs), *_flags(counted_sandbox), stdin=inputs, cwd=tmp_path)
+    assert run.returncode == 2
+    assert f"-o/--output {inputs} is the input file - (standard input) (the same file)" in run.stderr
+    assert inputs.read_bytes() == before
+
+
+def test_a_reader_that_stops_reading_the_results_stops_the_run_quietly(
+    counted_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """``-o - | head -1``: the rest of the batch is not sent, and nothing is said of a broken pipe."""
+    inputs = tmp_path / "in.jsonl"
+    inputs.write_text(_prompts(500))
+    command = [sys.executable, "-m", "wrapper", "batch", "scale", MODEL, str(inputs), "-o", "-"]
+    with subprocess.Popen(
+        [*command, "--concurrency", "1", *_flags(counted_sandbox)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+    ) as run:
+        assert run.stdout is not None
+        assert run.stderr is not None
+        first = json.loads(run.stdout.readline())
+        run.stdout.close()  # as head does once it has its line
+        err = run.stderr.read().decode()
+        assert run.wait(timeout=30) == 1
+    assert first["index"] == 0
+    assert err == ""
+    assert counted_sandbox.stats().requests < 500

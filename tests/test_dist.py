@@ -1,4 +1,5 @@
-"""The package as users install it: the wheel of ``make dist`` in a fresh venv, only the ``sandbox`` extra.
+"""The package as users install it, with the commands docs/index.md gives: the wheel of ``make dist``,
+and a clone, each in a fresh venv with only the ``sandbox`` extra.
 
 Marked ``dist`` and left out of a plain ``pytest`` run (a fresh venv costs half a minute): ``.ci/run``
 runs ``make dist`` and then ``pytest -m dist tests/test_dist.py``.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -51,16 +53,38 @@ def wheel() -> Path:
     return wheels[0]
 
 
+def _documented_install(source: str) -> str:
+    """The install command of docs/index.md whose line names ``source``: the line readers copy."""
+    page = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    [line] = [line for line in page.splitlines() if line.startswith("pip install ") and source in line]
+    return line
+
+
+def _fresh_venv(where: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True)
+    return where / "bin" / "python"
+
+
+def _as_a_reader(command: str, python: Path, cwd: Path) -> None:
+    """``command`` run by a shell in ``cwd``, the venv of ``python`` activated, as a reader runs it."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(
+        PATH=f"{python.parent}{os.pathsep}{env.get('PATH', '')}", VIRTUAL_ENV=str(python.parent.parent)
+    )
+    done = subprocess.run(
+        ["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, f"{command}\n{done.stdout}{done.stderr}"
+
+
 @pytest.fixture(scope="module")
 def venv_python(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A venv with nothing but the wheel and its ``sandbox`` extra (pip's cache makes it quick)."""
-    venv = tmp_path_factory.mktemp("venv")
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", f"{wheel}[sandbox]"],
-        check=True,
-    )
+    """A venv with nothing but the wheel and its ``sandbox`` extra, installed by the command the docs
+    give for the wheel, run where the wheel is (pip's cache makes it quick)."""
+    command = _documented_install(".whl")
+    assert wheel.name in command, f"docs/index.md installs another wheel than {wheel.name}: {command}"
+    python = _fresh_venv(tmp_path_factory.mktemp("venv"))
+    _as_a_reader(command, python, cwd=wheel.parent)
     return python
 
 
@@ -80,6 +104,25 @@ def test_the_wheel_completes_and_streams_from_a_fresh_venv(venv_python: Path, tm
     assert lines[2].startswith(f"from {venv_python.parent.parent}"), (
         "imported from the checkout, not the wheel"
     )
+
+
+def test_the_documented_install_from_a_clone_completes_and_streams(tmp_path: Path) -> None:
+    """``pip install './completion-clients[sandbox]'`` as docs/index.md gives it, beside a clone: the
+    checkout's tracked files, as ``git clone`` would give them."""
+    clone = tmp_path / "completion-clients"
+    tracked = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split("\0")
+    for name in filter(None, tracked):
+        (clone / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, clone / name)
+    python = _fresh_venv(tmp_path / "venv")
+    _as_a_reader(_documented_install("./completion-clients["), python, cwd=tmp_path)
+    done = _run(python, "-c", SCRIPT, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[:2] == ["complete length 4", "stream length 4 True"]
+    assert lines[2].startswith(f"from {python.parent.parent}"), "imported from elsewhere than the venv"
 
 
 def test_the_command_line_runs_from_the_wheel(venv_python: Path, tmp_path: Path) -> None:

@@ -1,13 +1,18 @@
-"""The package as ``make install`` installs it: type checkers run from outside the checkout resolve it."""
+"""The package as it is installed: ``make install``'s, which type checkers run from outside the checkout
+resolve, and the install commands the pages give (tests/test_dist.py runs docs/index.md's)."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 from helpers import ROOT
+
+PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("**/*.md"))]
 
 
 def test_mypy_run_outside_the_checkout_sees_the_installed_package(tmp_path: Path) -> None:
@@ -30,3 +35,24 @@ def test_mypy_run_outside_the_checkout_sees_the_installed_package(tmp_path: Path
         'use.py:3: error: Unexpected keyword argument "max_tokns" for "complete" of "Scale"' in checked.stdout
     )
     assert checked.returncode == 1, checked.stdout + checked.stderr
+
+
+def test_every_page_installs_the_package_from_a_clone_or_its_wheel() -> None:
+    """No package index has the package: each page's install names a path (``./completion-clients[...]``
+    or ``./completion_clients-VERSION-...whl[...]``, as docs/index.md does), with extras that exist."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wheel = f"completion_clients-{project['version']}-py3-none-any.whl"
+    installs = []
+    for page in PAGES:
+        for line_number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            for named in re.finditer(
+                r"(?P<path>\S*)completion[-_]clients(?P<rest>[\w.-]*)\[(?P<extras>[^\]]*)\]", line
+            ):
+                where = f"{page.relative_to(ROOT)}:{line_number}: {named[0]}"
+                installs.append(where)
+                assert named["path"].endswith("./"), f"{where}: not a path, which no package index serves"
+                assert named["rest"] in ("", wheel.removeprefix("completion_clients")), (
+                    f"{where}: not {wheel}"
+                )
+                assert set(named["extras"].split(",")) <= set(project["optional-dependencies"]), where
+    assert len(installs) >= 5, installs  # the README, docs/index.md's clone and wheel, the extras' pages

@@ -6,6 +6,7 @@ import ast
 import inspect
 import pickle
 import pydoc
+import re
 import subprocess
 import sys
 import textwrap
@@ -107,13 +108,14 @@ async def test_a_fresh_interpreter_unpickles_them(sandbox: Sandbox, tmp_path: Pa
 
 
 def _entries(doc: str) -> dict[str, str]:
-    """The class docstring's ``Keyword arguments:`` entries: keyword -> its ``(type):`` and text, one line."""
+    """The class docstring's ``Keyword arguments:`` list, items ``- ``name`` (``type``): text``:
+    keyword -> its ``(type):`` and text (its nested blocks too), one line."""
     section = doc.split("Keyword arguments:\n", 1)[1]
     entries: dict[str, str] = {}
     for line in textwrap.dedent(section).splitlines():
-        if line and not line[0].isspace():
-            name, _, rest = line.partition(" ")
-            entries[name] = rest
+        if item := re.fullmatch(r"- ``(\w+)`` \(``(.+?)``\)(?:: (.*))?", line):
+            name = item[1]
+            entries[name] = f"({item[2]}):" + (f" {item[3]}" if item[3] else "")
         elif line.strip():
             entries[name] += " " + line.strip()
     return entries
@@ -127,7 +129,7 @@ def test_help_on_the_params_lists_each_keyword_with_its_type_bound_and_descripti
     assert list(entries) == sorted(keyword_schemas(api))
     doc = spec(api)
     for keyword, (_, schema) in keyword_schemas(api).items():
-        assert f"    {keyword} (" in shown
+        assert f"- ``{keyword}`` (" in shown
         kind = params.__annotations__[keyword].__forward_arg__.removesuffix(" | None")
         entry = entries[keyword].removeprefix(f"({kind}):")
         assert entry != entries[keyword], (kind, entries[keyword])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from importlib.metadata import entry_points
 
 import pytest
+from helpers import install_command
 
 pytest_plugins = ["pytester"]
 
@@ -91,4 +92,7 @@ def test_without_the_sandbox_extra_only_the_fixtures_fail_naming_the_extra(pytes
     )
     result = _run(pytester)
     result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(["*completion-clients[[]sandbox[]]*uvicorn*"])
+    result.stdout.fnmatch_lines(
+        ["*the sandbox fixtures need the sandbox extra (uvicorn is missing): pip install *"]
+    )
+    assert install_command("sandbox").search(result.stdout.str())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from wrapper.sandbox import Sandbox
 from wrapper.scale import Scale
 
 
@@ -25,6 +27,14 @@ def test_help_lists_the_models_the_rag_collection_the_triggers_and_the_faults() 
                      "llama-3-8b-instruct", "wonderland", "contraband", "__fail__", "x-sandbox-fault",
                      "retry-after", "cut=K", "malformed"):  # fmt: skip
         assert expected in out.stdout
+
+
+def test_help_is_plain_text_without_the_docstrings_markup() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "wrapper.sandbox", "--help"], capture_output=True, text=True, check=True
+    )
+    assert "``" not in out.stdout
+    assert "\n- status=CODE: answer CODE with an error body of the API's shape;" in out.stdout
 
 
 @contextmanager
@@ -143,3 +153,61 @@ def test_only_the_credentials_given_are_accepted_and_any_model_id_is_served() ->
     assert refused_token.json()["message"] == "Not authenticated: the access token sent was refused"
     assert served_token.status_code == 200
     assert served_token.json()["generatedOutput"]
+
+
+@pytest.mark.parametrize("command", [["wrapper.sandbox"], ["wrapper", "sandbox"]], ids=" ".join)
+@pytest.mark.parametrize("when", ["while serving", "as it starts"])
+def test_ctrl_c_stops_it_quietly_with_the_exit_status_of_an_interrupt(when: str, command: list[str]) -> None:
+    """Ctrl-C is the documented way to stop it: one line on stderr, no traceback, exit status 130."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", *command, "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        banner = process.stdout.readline()
+        url = re.search(r"Scale at (http://\S+)", banner)
+        assert url is not None, banner
+        if when == "while serving":  # a request answered: the server's own signal handling is in place
+            answer = httpx.post(
+                f"{url[1]}/v4/models/llama-3-8b-instruct/completions",
+                json={"prompt": "Alice", "max_tokens": 2},
+                headers={"x-api-key": "k"},
+            )
+            assert answer.status_code == 200
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert (process.returncode, out, err) == (130, "", "Sandbox stopped\n")
+
+
+@pytest.mark.parametrize(
+    ("port", "why"),
+    [
+        ("99999", "must be from 0 to 65535 (0: any free port), not 99999"),
+        ("65536", "must be from 0 to 65535 (0: any free port), not 65536"),
+        ("-1", "must be from 0 to 65535 (0: any free port), not -1"),
+        ("http", "not an integer: 'http'"),
+    ],
+)
+def test_a_port_out_of_range_is_a_usage_error_naming_the_range(port: str, why: str) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "wrapper.sandbox", f"--port={port}"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert run.returncode == 2
+    assert run.stdout == ""
+    assert run.stderr.startswith("usage: python -m wrapper.sandbox")
+    assert run.stderr.endswith(f"python -m wrapper.sandbox: error: argument --port: {why}\n")
+
+
+def test_a_port_out_of_range_is_refused_in_python_too() -> None:
+    with pytest.raises(ValueError, match=r"^port must be from 0 to 65535 \(0: any free port\), not 70000$"):
+        Sandbox(port=70000).start()

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from helpers import retry_waits, wait_until
+from helpers import install_command, retry_waits, wait_until
 from opentelemetry import metrics, trace
 from opentelemetry.metrics import _internal as metrics_internal
 from opentelemetry.sdk.metrics import MeterProvider
@@ -469,6 +469,7 @@ def test_without_the_semantic_conventions_calls_work_and_record_nothing(
 
     assert telemetry.finished() == ()
     assert "opentelemetry-semantic-conventions is not installed" in caplog.text
+    assert install_command("otel").search(caplog.text), caplog.text
 
 
 async def test_nothing_is_recorded_or_looked_up_when_no_provider_is_set(

@@ -14,7 +14,14 @@ if TYPE_CHECKING:
     from ._batch import AsyncBatchIterator, BatchIterator, BatchResult, BatchStats
     from ._http_clients import DefaultAsyncHttpxClient, DefaultHttpxClient
     from ._options import RequestOptions
-    from ._raw import RawResponse, StreamingResponse
+    from ._raw import (
+        AsyncWithRawResponse,
+        AsyncWithStreamingResponse,
+        RawResponse,
+        StreamingResponse,
+        WithRawResponse,
+        WithStreamingResponse,
+    )
     from ._results import Completion, CompletionChunk, TokenLogprob
     from ._retry_policy import RetryPolicy
     from ._streams import AsyncCompletionStream, CompletionStream
@@ -23,6 +30,8 @@ if TYPE_CHECKING:
 __all__ = [
     "AsyncBatchIterator",
     "AsyncCompletionStream",
+    "AsyncWithRawResponse",
+    "AsyncWithStreamingResponse",
     "BatchIterator",
     "BatchResult",
     "BatchStats",
@@ -37,6 +46,8 @@ __all__ = [
     "RetryPolicy",
     "StreamingResponse",
     "TokenLogprob",
+    "WithRawResponse",
+    "WithStreamingResponse",
 ]
 
 # Public name -> the private module that defines it, imported on first access.
@@ -57,6 +68,10 @@ _LAZY = {
     "RequestOptions": "._options",
     "RetryPolicy": "._retry_policy",
     "StreamingResponse": "._raw",
+    "WithRawResponse": "._raw",
+    "AsyncWithRawResponse": "._raw",
+    "WithStreamingResponse": "._raw",
+    "AsyncWithStreamingResponse": "._raw",
 }
 
 

@@ -22,12 +22,10 @@ import threading
 import time
 from collections.abc import (
     AsyncGenerator,
-    Awaitable,
     Callable,
     Generator,
     Mapping,
 )
-from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, TypeVar, Unpack, cast
 
 import httpx
@@ -47,7 +45,14 @@ from ._network import (
     user_agent,
 )
 from ._options import Options, RequestOptions, checked_timeout, split
-from ._raw import RAW, RawResponse
+from ._raw import (
+    RAW,
+    AsyncWithRawResponse,
+    AsyncWithStreamingResponse,
+    RawResponse,
+    WithRawResponse,
+    WithStreamingResponse,
+)
 from ._redact import redacted_headers, redacted_url
 from ._transport import (
     AsyncTransports,
@@ -63,7 +68,6 @@ if TYPE_CHECKING:
     from httpx_sse import ServerSentEvent
 
     from ._api import Api
-    from ._raw import StreamingResponse
     from ._results import Completion, CompletionChunk
     from ._retry_policy import RetryPolicy
     from ._streams import AsyncCompletionStream, CompletionStream
@@ -403,14 +407,14 @@ class SyncClient(_ClientCore):
         self.close()
 
     @property
-    def with_raw_response(self) -> _RawCalls:
+    def with_raw_response(self) -> WithRawResponse:
         """The same calls, returning the HTTP response: ``.complete(...)`` gives a ``RawResponse``."""
-        return _RawCalls(self)
+        return WithRawResponse(self)
 
     @property
-    def with_streaming_response(self) -> _StreamingCalls:
+    def with_streaming_response(self) -> WithStreamingResponse:
         """``with client.with_streaming_response.stream(...) as response:``: status and headers first."""
-        return _StreamingCalls(self)
+        return WithStreamingResponse(self)
 
     def _complete(
         self, model: str, prompt: str, kwargs: Mapping[str, Any], policy: _attempts.Attempts | None = None
@@ -543,14 +547,14 @@ class AsyncClient(_ClientCore):
         await self.close()
 
     @property
-    def with_raw_response(self) -> _AsyncRawCalls:
+    def with_raw_response(self) -> AsyncWithRawResponse:
         """The same calls, returning the HTTP response: ``await .complete(...)`` gives a ``RawResponse``."""
-        return _AsyncRawCalls(self)
+        return AsyncWithRawResponse(self)
 
     @property
-    def with_streaming_response(self) -> _AsyncStreamingCalls:
+    def with_streaming_response(self) -> AsyncWithStreamingResponse:
         """``async with client.with_streaming_response.stream(...) as response:``: status, headers first."""
-        return _AsyncStreamingCalls(self)
+        return AsyncWithStreamingResponse(self)
 
     async def _complete(
         self, model: str, prompt: str, kwargs: Mapping[str, Any], policy: _attempts.Attempts | None = None
@@ -646,46 +650,6 @@ class AsyncClient(_ClientCore):
                 raise self._chunks_failed(response, exc, options) from exc
             finally:
                 await response.aclose()
-
-
-class _RawCalls:
-    """``client.with_raw_response``: ``complete`` returning its ``RawResponse``."""
-
-    def __init__(self, client: SyncClient) -> None:
-        from ._raw import raw
-
-        self.complete: Callable[..., RawResponse] = raw(getattr(client, "complete"))  # noqa: B009
-
-
-class _AsyncRawCalls:
-    """``client.with_raw_response`` of an async client."""
-
-    def __init__(self, client: AsyncClient) -> None:
-        from ._raw import araw
-
-        self.complete: Callable[..., Awaitable[RawResponse]] = araw(getattr(client, "complete"))  # noqa: B009
-
-
-class _StreamingCalls:
-    """``client.with_streaming_response``: ``stream`` as a context manager of its ``StreamingResponse``."""
-
-    def __init__(self, client: SyncClient) -> None:
-        from ._raw import streaming
-
-        self.stream: Callable[..., AbstractContextManager[StreamingResponse[CompletionStream]]] = streaming(
-            getattr(client, "stream")  # noqa: B009
-        )
-
-
-class _AsyncStreamingCalls:
-    """``client.with_streaming_response`` of an async client."""
-
-    def __init__(self, client: AsyncClient) -> None:
-        from ._raw import astreaming
-
-        self.stream: Callable[..., AbstractAsyncContextManager[StreamingResponse[AsyncCompletionStream]]] = (
-            astreaming(getattr(client, "stream"))  # noqa: B009
-        )
 
 
 C = TypeVar("C", bound=SyncClient)

@@ -10,7 +10,7 @@ their typed errors.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from contextlib import (
     AbstractAsyncContextManager,
     AbstractContextManager,
@@ -22,10 +22,18 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 import httpx
 
 if TYPE_CHECKING:
+    from ._base import AsyncClient, SyncClient
     from ._results import Completion
     from ._streams import AsyncCompletionStream, CompletionStream
 
-__all__ = ["RawResponse", "StreamingResponse", "raw", "streaming"]
+__all__ = [
+    "AsyncWithRawResponse",
+    "AsyncWithStreamingResponse",
+    "RawResponse",
+    "StreamingResponse",
+    "WithRawResponse",
+    "WithStreamingResponse",
+]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -144,3 +152,44 @@ def astreaming(
             yield StreamingResponse(await chunks.open(), chunks)
 
     return call
+
+
+class WithRawResponse:
+    """``client.with_raw_response``: the client's calls, returning the HTTP response under the result."""
+
+    complete: Callable[..., RawResponse]
+    """``client.complete``, the same arguments, returning its ``RawResponse``."""
+
+    def __init__(self, client: SyncClient) -> None:
+        self.complete = raw(getattr(client, "complete"))  # noqa: B009
+
+
+class AsyncWithRawResponse:
+    """``client.with_raw_response`` of an async client."""
+
+    complete: Callable[..., Awaitable[RawResponse]]
+    """``client.complete``, the same arguments, returning (awaited) its ``RawResponse``."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self.complete = araw(getattr(client, "complete"))  # noqa: B009
+
+
+class WithStreamingResponse:
+    """``client.with_streaming_response``: the client's ``stream`` as a context manager of its
+    ``StreamingResponse``, whose status and headers are known before the first chunk is read."""
+
+    stream: Callable[..., AbstractContextManager[StreamingResponse[CompletionStream]]]
+    """``with client.with_streaming_response.stream(...) as response:``, the arguments of ``stream``."""
+
+    def __init__(self, client: SyncClient) -> None:
+        self.stream = streaming(getattr(client, "stream"))  # noqa: B009
+
+
+class AsyncWithStreamingResponse:
+    """``client.with_streaming_response`` of an async client."""
+
+    stream: Callable[..., AbstractAsyncContextManager[StreamingResponse[AsyncCompletionStream]]]
+    """``async with client.with_streaming_response.stream(...) as response:``, the arguments of ``stream``."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self.stream = astreaming(getattr(client, "stream"))  # noqa: B009

@@ -151,9 +151,11 @@ def _instruments(tracer_provider: Any, meter_provider: Any) -> _Otel | None:
         from opentelemetry.semconv._incubating.metrics import gen_ai_metrics
         from opentelemetry.semconv.schemas import Schemas
     except ImportError:
+        from ._extras import install_hint
+
         logging.getLogger("wrapper").warning(
             "OpenTelemetry providers are set but opentelemetry-semantic-conventions is not installed: "
-            "no telemetry is recorded (install completion-clients[otel])"
+            f"no telemetry is recorded ({install_hint('otel')})"
         )
         return None
 

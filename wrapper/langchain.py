@@ -29,9 +29,10 @@ try:
     from langchain_core.runnables.config import get_config_list
     from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, model_validator
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without the extra
+    from ._extras import install_hint
+
     raise ImportError(
-        f"wrapper.langchain needs LangChain ({exc.name} is missing): "
-        "pip install 'completion-clients[langchain]'"
+        f"wrapper.langchain needs LangChain ({exc.name} is missing): {install_hint('langchain')}"
     ) from exc
 
 from . import _adapter

@@ -36,9 +36,10 @@ try:
     from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
     from llama_index.core.llms.custom import CustomLLM
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without the extra
+    from ._extras import install_hint
+
     raise ImportError(
-        f"wrapper.llama_index needs LlamaIndex ({exc.name} is missing): "
-        "pip install 'completion-clients[llama-index]'"
+        f"wrapper.llama_index needs LlamaIndex ({exc.name} is missing): {install_hint('llama-index')}"
     ) from exc
 
 from . import _adapter, gradient, scale

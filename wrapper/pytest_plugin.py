@@ -49,9 +49,11 @@ def _sandbox_class() -> type[Sandbox]:
     try:
         from wrapper.sandbox import Sandbox
     except ImportError as exc:
+        from wrapper._extras import install_hint
+
         pytest.fail(
-            f"the sandbox fixtures need the sandbox extra: pip install 'completion-clients[sandbox]' "
-            f"({exc.name or exc} is missing)",
+            f"the sandbox fixtures need the sandbox extra ({exc.name or exc} is missing): "
+            + install_hint("sandbox"),
             pytrace=False,
         )
     return Sandbox

@@ -49,9 +49,9 @@ try:
     import ray
     import ray.data
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without ray
-    raise ImportError(
-        "wrapper.ray needs Ray Data, which is not installed: pip install 'completion-clients[ray]'"
-    ) from exc
+    from ._extras import install_hint
+
+    raise ImportError(f"wrapper.ray needs Ray Data, which is not installed: {install_hint('ray')}") from exc
 
 from . import _api
 from ._batch import BatchResult, acomplete_jobs

@@ -13,9 +13,9 @@ from typing import Any
 from ..exceptions import (
     ContentFlaggedError,
     GradientError,
+    PayloadValidationError,
     RagError,
     UnknownModelError,
-    _PayloadValidationError,
 )
 from . import models
 
@@ -33,13 +33,13 @@ __all__ = [
 ]
 
 
-class BodyParsingError(_PayloadValidationError):
+class BodyParsingError(PayloadValidationError):
     """Gradient could not parse the request body."""
 
     raw: models.BodyParsingError
 
 
-class QueryOrPathParsingError(_PayloadValidationError):
+class QueryOrPathParsingError(PayloadValidationError):
     """Gradient could not parse the query string or path (e.g. the model id)."""
 
     raw: models.QueryOrPathParsingError

@@ -37,6 +37,7 @@ __all__ = [
     "GradientError",
     "InternalServerError",
     "NotFoundError",
+    "PayloadValidationError",
     "PermissionDeniedError",
     "RagError",
     "RateLimitError",
@@ -237,8 +238,8 @@ def _samples(raw: _FlaggedContentBody) -> list[str]:
     return [item.sample for item in raw.payload.flagged_content]
 
 
-class _PayloadValidationError(GradientError):
-    """A Gradient error that carries the service's validation error about the request."""
+class PayloadValidationError(GradientError):
+    """Base class of the Gradient errors that carry the service's validation error about the request."""
 
     @property
     def validation_error(self) -> Any:

@@ -12,13 +12,14 @@ import asyncio
 import json
 import os
 import shlex
+import stat
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from wrapper import _api
 from wrapper._cli._batch_command import describe, result_fields, run_batch
-from wrapper._cli._inputs import InputLineError
+from wrapper._cli._inputs import STDIO, InputLineError
 from wrapper._cli._parser import build_parser, credentials, flag_params
 
 __all__ = ["main"]
@@ -32,13 +33,12 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m wrapper") 
     if argv[:1] == ["sandbox"]:  # all the rest is the sandbox's, --help included
         from wrapper.sandbox.__main__ import main as sandbox_main
 
-        sandbox_main(argv[1:])
-        return OK
+        return sandbox_main(argv[1:])
     args = build_parser(prog).parse_args(argv)
     usage: argparse.ArgumentParser = args.command_parser
     if args.command == "batch" and _same_file(args.input, args.output):
         usage.error(
-            f"-o/--output {args.output} is the input file {args.input} (the same file): "
+            f"-o/--output {args.output} is the input file {_shown(args.input)} (the same file): "
             "the results must go to another file"
         )
     check = _param_checker(args.provider)
@@ -53,10 +53,12 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m wrapper") 
             with client:
                 return _complete(client, args, params)
         return asyncio.run(_batch(client, args, params, check, _command(prog, argv, args)))
+    except BrokenPipeError:  # what reads the results stopped reading (-o - | head): stop, quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush can't fail now
+        return FAILED
     except KeyboardInterrupt:
-        print(
-            "interrupted" + (": run it again to resume" if args.command == "batch" else ""), file=sys.stderr
-        )
+        resumable = args.command == "batch" and args.output != STDIO
+        print("interrupted" + (": run it again to resume" if resumable else ""), file=sys.stderr)
         return 130
     except (OSError, ValueError) as exc:  # an unreadable input, an empty prompt
         print(f"error: {exc}", file=sys.stderr)
@@ -84,11 +86,18 @@ async def _batch(
 
 
 def _same_file(input_path: str, output_path: str) -> bool:
-    """Whether the two paths are one file (a hard link, a symlink, another spelling), both existing."""
+    """Whether the two are one regular file (a hard link, a symlink, another spelling, standard input or
+    output redirected from or to it), both existing."""
     try:
-        return os.path.samestat(os.stat(input_path), os.stat(output_path))
+        read = os.fstat(sys.stdin.fileno()) if input_path == STDIO else os.stat(input_path)
+        written = os.fstat(sys.stdout.fileno()) if output_path == STDIO else os.stat(output_path)
     except OSError:  # one is missing: the output will be created, a missing input reported later
         return False
+    return stat.S_ISREG(read.st_mode) and os.path.samestat(read, written)
+
+
+def _shown(input_path: str) -> str:
+    return f"{STDIO} (standard input)" if input_path == STDIO else input_path
 
 
 def _missing_credential(args: argparse.Namespace, exc: ValueError) -> str | None:

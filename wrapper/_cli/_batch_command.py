@@ -7,9 +7,18 @@ from collections.abc import Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
 from wrapper._batch import Job, acomplete_jobs
-from wrapper._cli._inputs import Id, Input, InputLineError, count_inputs, input_size, read_inputs
+from wrapper._cli._inputs import (
+    STDIO,
+    Id,
+    Input,
+    InputLineError,
+    count_inputs,
+    input_size,
+    named,
+    read_inputs,
+)
 from wrapper._cli._progress import progress
-from wrapper._cli._results import ResultFile
+from wrapper._cli._results import ResultFile, StandardOutput
 
 if TYPE_CHECKING:
     from wrapper import BatchStats
@@ -85,10 +94,11 @@ async def run_batch(
 ) -> int:
     """Complete every input not yet in the output, appending a result line each; 1 if any failed, else 0.
 
-    ``retry_failed`` first removes the output's error results, so that their inputs are sent again.
-    The per-minute limits pace the batch (``complete_many``'s); None is no limit. ``command`` (the
-    command line of this run, secrets masked) is what the summary suggests re-running with
-    ``--retry-failed`` when some input failed.
+    ``-`` is standard input as ``input_path``, standard output as ``output_path`` (which then keeps
+    nothing to resume from). ``retry_failed`` first removes the output's error results, so that their
+    inputs are sent again. The per-minute limits pace the batch (``complete_many``'s); None is no limit.
+    ``command`` (the command line of this run, secrets masked) is what the summary suggests re-running
+    with ``--retry-failed`` when some input failed.
     """
     stderr = stderr or sys.stderr
     counts = {"done": 0, "failed": 0, "skipped": 0, "failed before": 0}
@@ -96,11 +106,16 @@ async def run_batch(
     blanks: list[int] = []  # the indices of the blank lines
     refused: list[tuple[int, Id | None, BaseException]] = []  # held back while every answer is a refusal
     size = input_size(input_path)  # lines appended from now on are the next run's
-    with ResultFile(output_path) as results:
+    with StandardOutput() if output_path == STDIO else ResultFile(output_path) as results:
         if retry_failed:
             dropped = results.drop_failures()
             print(f"{output_path}: {dropped} failed results removed, to be sent again", file=stderr)
-        bar = progress(stderr, show_progress, lambda: count_inputs(input_path, size, results.done))
+
+        def count() -> tuple[int | None, int]:
+            """The inputs and those done, for the bar; a pipe is read once, so its count is not known."""
+            return (None, 0) if size is None else count_inputs(input_path, size, results.done)
+
+        bar = progress(stderr, show_progress, count)
 
         def skip(index: int, line_id: Id | None) -> bool:
             if not results.done(index, line_id):
@@ -115,7 +130,7 @@ async def run_batch(
             bar.advance(counts["failed"])
 
         def bad(index: int, line_id: Id | None, exc: InputLineError) -> None:
-            bar.note(f"{input_path}:{index + 1}: {exc}")
+            bar.note(f"{named(input_path)}:{index + 1}: {exc}")
             finish(index, line_id, error_fields(exc))
 
         inputs = read_inputs(
@@ -166,11 +181,11 @@ async def run_batch(
         which = f"the first {REFUSALS_TO_STOP} requests were" if stopping else "every request was"
         print(f"stopped: {which} refused, the first with {describe(refused[0][2])}", file=stderr)
         print("nothing was written for them: fix the credential or the model, then run it again", file=stderr)
-    print(_summary(counts, output_path, input_path, blanks), file=stderr)
+    print(_summary(counts, output_path, named(input_path), blanks), file=stderr)
     if batch.stats.requests:
         print(_throughput(batch.stats), file=stderr)
     failed = counts["failed"] + counts["failed before"]
-    if failed and not refused:
+    if failed and not refused and output_path != STDIO:  # standard output: nothing to retry from
         again = f"{command} --retry-failed" if command and not retry_failed else command
         print(
             f"to send the {failed} failed again: {again or 'the same command with --retry-failed'}",
@@ -179,15 +194,16 @@ async def run_batch(
     return 1 if failed or refused else 0
 
 
-def _summary(counts: dict[str, int], output_path: str, input_path: str, blanks: list[int]) -> str:
+def _summary(counts: dict[str, int], output_path: str, input_name: str, blanks: list[int]) -> str:
     """``N done, M failed, K skipped (already in OUTPUT[, F of them failed])[, B blank lines not sent]``."""
     before = f", {counts['failed before']} of them failed" if counts["failed before"] else ""
     summary = f"{counts['done']} done, {counts['failed']} failed, {counts['skipped']} skipped"
-    summary += f" (already in {output_path}{before})"
+    if output_path != STDIO:  # standard output holds nothing from before
+        summary += f" (already in {output_path}{before})"
     if len(blanks) == 1:
-        summary += f", 1 blank line not sent ({input_path}:{blanks[0] + 1})"
+        summary += f", 1 blank line not sent ({input_name}:{blanks[0] + 1})"
     elif blanks:
-        summary += f", {len(blanks)} blank lines not sent (the first: {input_path}:{blanks[0] + 1})"
+        summary += f", {len(blanks)} blank lines not sent (the first: {input_name}:{blanks[0] + 1})"
     return summary
 
 

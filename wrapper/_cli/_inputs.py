@@ -1,14 +1,14 @@
 """The batch command's input: a JSONL file read lazily, one ``{"prompt": ..., "id": ..., params...}`` a line.
 
-An input is a non-blank line; its ``index`` is its 0-based position in the file (blank lines count as
-positions, and are reported, not sent). Its optional ``"id"`` (a string or an integer) is what resume
-matches it by; a line with no id, or whose id is mistyped or already taken by an earlier line, is
-matched by its index instead. A line that can't be sent (not JSON, no prompt, a bad id, a parameter the
-client doesn't take) is handed to ``on_bad`` instead of stopping the run.
+The file ``-`` is standard input. An input is a non-blank line; its ``index`` is its 0-based position in
+the file (blank lines count as positions, and are reported, not sent). Its optional ``"id"`` (a string or
+an integer) is what resume matches it by; a line with no id, or whose id is mistyped or already taken by
+an earlier line, is matched by its index instead. A line that can't be sent (not JSON, no prompt, a bad
+id, a parameter the client doesn't take) is handed to ``on_bad`` instead of stopping the run.
 
 ``input_size`` gives the size a regular file had when the run started; it is read no further, so lines
 appended meanwhile (by another program, or by a run writing its results into its own input) are left
-for the next run.
+for the next run. A pipe, and standard input, have no size: they are read to their end.
 """
 
 from __future__ import annotations
@@ -16,12 +16,17 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from collections.abc import Callable, Generator, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, BinaryIO
 
 from wrapper._validate import check_encodable
 
-__all__ = ["Id", "Input", "InputLineError", "count_inputs", "input_size", "read_inputs"]
+__all__ = ["STDIO", "Id", "Input", "InputLineError", "count_inputs", "input_size", "named", "read_inputs"]
+
+STDIO = "-"
+"""The file name that stands for standard input (as the output: standard output)."""
 
 Id = str | int
 """An input's own ``"id"``: compared as JSON values, so ``7`` and ``"7"`` are different ids."""
@@ -44,8 +49,16 @@ class InputLineError(ValueError):
     """An input line that can't become a request."""
 
 
+def named(path: str) -> str:
+    """The input's name in messages: ``<stdin>`` for ``-``."""
+    return "<stdin>" if path == STDIO else path
+
+
 def input_size(path: str) -> int | None:
-    """The input's size now, to read no further; None when it is no regular file (a pipe: no size)."""
+    """The input's size now, to read no further; None for standard input, or a file that is no regular
+    one (a pipe: no size)."""
+    if path == STDIO:
+        return None
     info = os.stat(path)
     return info.st_size if stat.S_ISREG(info.st_mode) else None
 
@@ -83,8 +96,9 @@ def read_inputs(
         yield index, line_id, prompt, params
 
 
-def count_inputs(path: str, size: int | None, skip: Callable[[int, Id | None], bool]) -> tuple[int, int]:
-    """How many inputs the file's first ``size`` bytes hold, and how many of them ``skip`` (one pass).
+def count_inputs(path: str, size: int, skip: Callable[[int, Id | None], bool]) -> tuple[int, int]:
+    """How many inputs the file's first ``size`` bytes hold, and how many of them ``skip`` (one pass;
+    a file with no size, a pipe, can't be read twice).
 
     Duplicate ids are not looked for here, so with duplicates the second number is an estimate.
     """
@@ -102,7 +116,7 @@ def _keyed(
     on_blank: Callable[[int], None] = lambda index: None,
 ) -> Iterator[tuple[int, Id | None, dict[str, Any] | InputLineError]]:
     """Each input's index, its valid id (or None) and its other fields, or why it can't be read."""
-    with open(path, "rb") as lines:
+    with _opened(path) as lines:
         for index, line in enumerate(lines if size is None else _within(lines, size)):
             if not line.strip():
                 on_blank(index)
@@ -114,6 +128,16 @@ def _keyed(
                 yield index, None, exc
 
 
+@contextmanager
+def _opened(path: str) -> Iterator[BinaryIO]:
+    """The input, read as bytes: the file, or standard input for ``-`` (left open)."""
+    if path == STDIO:
+        yield sys.stdin.buffer
+        return
+    with open(path, "rb") as file:
+        yield file
+
+
 def _within(file: BinaryIO, size: int) -> Iterator[bytes]:
     """The lines of the file's first ``size`` bytes."""
     while size > 0 and (line := file.readline(size)):
@@ -122,6 +146,7 @@ def _within(file: BinaryIO, size: int) -> Iterator[bytes]:
 
 
 def _object(line: bytes) -> dict[str, Any]:
+    line = line.rstrip(b"\r\n")  # not the text's: an error at its end is reported there, not past the break
     try:
         fields = json.loads(line.decode("utf-8-sig"))  # a byte-order mark, if any, is not the line's
     except UnicodeDecodeError as exc:

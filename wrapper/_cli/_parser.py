@@ -7,6 +7,8 @@ import importlib
 import importlib.metadata
 import json
 import math
+import textwrap
+from collections.abc import Callable
 from typing import Any
 
 from wrapper import _api
@@ -16,39 +18,96 @@ __all__ = ["build_parser", "credentials", "flag_params"]
 
 
 def build_parser(prog: str = "python -m wrapper") -> argparse.ArgumentParser:
-    """The command line's parser; each provider's subcommand parser is its namespace's ``command_parser``."""
+    """The command line's parser; each provider's subcommand parser is its namespace's ``command_parser``.
+
+    ``COMMAND --help`` shows the command's own options and each API's (``COMMAND API --help`` is one
+    API's whole help), and the top ``--help`` ends with the usage of each command.
+    """
     parser = argparse.ArgumentParser(
-        prog=prog, description="Gradient and Scale GP completions from the shell."
+        prog=prog,
+        description="Gradient and Scale GP completions from the shell.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # the usages in the epilog, line by line
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    complete = commands.add_parser("complete", help="complete one prompt and print the text")
-    batch = commands.add_parser("batch", help="complete every prompt of a JSONL file into another, resumably")
-    batch_description = (
-        "Complete every prompt of INPUT.jsonl into OUTPUT.jsonl; run the same command again to resume. "
-        f"If the first {REFUSALS_TO_STOP} answers are all refusals (401, 403 or 404: a wrong credential or "
-        "model), the batch stops without writing them, so that the same command sends them again once "
-        "the cause is fixed."
-    )
-    for command, add_own, description in (
-        (complete, _complete_args, None),
-        (batch, _batch_args, batch_description),
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
+    usages = []
+    for name, summary, description, add_own in (
+        ("complete", "complete one prompt and print the text", None, _complete_args),
+        ("batch", "complete every prompt of a JSONL file into another, resumably", _BATCH, _batch_args),
     ):
-        providers = command.add_subparsers(dest="provider", required=True, metavar="{gradient,scale}")
-        for name in _api.NAMES:
-            sub = providers.add_parser(name, help=f"call {name}", description=description)
+        overview = _overview(f"{prog} {name}", description, add_own)
+        command = commands.add_parser(name, help=summary, add_help=False)
+        command.add_argument("-h", "--help", action=_Overview, overview=overview, help="show this help, exit")
+        providers = command.add_subparsers(dest="provider", required=True, metavar=_APIS)
+        for api in _api.NAMES:
+            sub = providers.add_parser(api, help=f"call {api}", description=description)
             sub.set_defaults(command_parser=sub)  # its usage, for the errors found after parsing
-            sub.add_argument("model", help="the model (gradient) or model deployment (scale) id")
+            sub.add_argument("model", help=_api.get(api).model_help)
             add_own(sub)
-            _client_args(sub, name)
-            _param_args(sub, name)
-
+            _client_args(sub, api)
+            _param_args(sub, api)
+        usages.append(_unlabelled(overview.format_usage()))
     sandbox = commands.add_parser(
         "sandbox", help="serve both APIs locally (python -m wrapper.sandbox)", add_help=False
     )
     sandbox.add_argument("args", nargs=argparse.REMAINDER, help="passed on to the sandbox")
+    parser.epilog = (
+        f"usage of each command ({prog} COMMAND --help explains it, with each API's options):\n"
+        + "".join(usages)
+        + f"  {prog} sandbox [options]: {prog} sandbox --help lists them\n"
+    )
     return parser
+
+
+_APIS = "{" + ",".join(_api.NAMES) + "}"
+_WIDTH = 78  # of a description the help prints as it is (next to usages that must keep their lines)
+_BATCH = (
+    "Complete every prompt of INPUT.jsonl into OUTPUT.jsonl; run the same command again to resume. "
+    f"If the first {REFUSALS_TO_STOP} answers are all refusals (401, 403 or 404: a wrong credential or "
+    "model), the batch stops without writing them, so that the same command sends them again once "
+    "the cause is fixed."
+)
+
+
+def _overview(
+    prog: str, description: str | None, add_own: Callable[[argparse.ArgumentParser], None]
+) -> argparse.ArgumentParser:
+    """What ``COMMAND --help`` shows (a parser for the help alone): the command's own arguments
+    explained, then the usage of each API's connection and generation options."""
+    apis = []
+    for api in _api.NAMES:
+        options = argparse.ArgumentParser(prog=api, add_help=False)
+        _client_args(options, api)
+        _param_args(options, api)
+        apis.append(_unlabelled(options.format_usage()))
+    overview = argparse.ArgumentParser(
+        prog=f"{prog} {_APIS}",
+        description=description and textwrap.fill(description, width=_WIDTH),
+        epilog=f"each API's connection and generation options ({prog} API --help explains them):\n"
+        + "".join(apis),
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # the usages in the epilog, line by line
+    )
+    models = "; ".join(f"{api}: {_api.get(api).model_help}" for api in _api.NAMES)
+    overview.add_argument("model", help=f"the model ({models})")
+    add_own(overview)
+    return overview
+
+
+class _Overview(argparse.Action):
+    """``COMMAND -h``: print the command's overview for every API, and exit."""
+
+    def __init__(self, option_strings: list[str], dest: str, *, overview: argparse.ArgumentParser, help: str):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+        self.overview = overview
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        self.overview.print_help()
+        parser.exit()
+
+
+def _unlabelled(usage: str) -> str:
+    """A usage without its ``usage:`` label, indented two spaces, its lines still aligned."""
+    return textwrap.indent(textwrap.dedent(usage.replace("usage: ", " " * len("usage: "), 1)), "  ")
 
 
 def _version() -> str:
@@ -70,14 +129,16 @@ def _batch_args(parser: argparse.ArgumentParser) -> None:
         metavar="INPUT.jsonl",
         help='one {"prompt": ..., "id": ..., params...} per line; "id" (a string or an integer, optional) is '
         "copied to the result and resume matches by it; a line without one is matched by its position (and "
-        "keeps that result once given an id); read up to its size at start; blank lines are not sent",
+        "keeps that result once given an id); read up to its size at start; blank lines are not sent; "
+        "- is standard input, read to its end",
     )
     parser.add_argument(
         "-o",
         "--output",
         metavar="OUTPUT.jsonl",
         required=True,
-        help="results (not the input file); re-run to resume",
+        help="results (not the input file); re-run to resume; - is standard output, which keeps nothing to "
+        "resume from (every run sends every input)",
     )
     parser.add_argument(
         "--concurrency", type=_positive, default=16, metavar="N", help="requests in flight at most (16)"

@@ -32,7 +32,7 @@ class _Quiet:
 
 
 class _Bar:
-    def __init__(self, total: int, initial: int, stream: TextIO) -> None:
+    def __init__(self, total: int | None, initial: int, stream: TextIO) -> None:
         from tqdm import tqdm  # only a terminal run pays for the import
 
         self._bar: Any = tqdm(total=total, initial=initial, unit="prompt", file=stream, dynamic_ncols=True)
@@ -53,7 +53,8 @@ class _Bar:
 
 
 def progress(stream: TextIO, show: bool | None, count: Any) -> Progress:
-    """A bar on ``stream`` when ``show`` (``None``: when it is a terminal); ``count()`` gives total, done."""
+    """A bar on ``stream`` when ``show`` (``None``: when it is a terminal); ``count()`` gives total, done
+    (total None: not known ahead, no ETA)."""
     if show is None:
         show = stream.isatty()
     if not show:

@@ -13,6 +13,9 @@ from writing the same file at the same time.
 ``drop_failures`` (``--retry-failed``) rewrites the file without its error results: into a locked
 temporary file beside it, fsynced, then renamed over it, so a kill at any point leaves either the old
 file or the new one, whole.
+
+``StandardOutput`` (the output ``-``) writes the same lines to standard output and reads nothing back:
+there is nothing to resume from, so each run sends every input.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any
 
 from wrapper._cli._inputs import Id
 
-__all__ = ["ResultFile"]
+__all__ = ["ResultFile", "StandardOutput"]
 
 _DONE, _FAILED, _CLAIMED = 1, 2, 4  # flags of an id
 
@@ -125,7 +128,7 @@ class ResultFile:
 
     def write(self, result: dict[str, Any]) -> None:
         """Append one result (``{"index": ..., ["id": ...,] ...}``) as a single complete line."""
-        line = (json.dumps(result, ensure_ascii=False) + "\n").encode()
+        line = _line(result)
         written = os.write(self._fd, line)
         while written < len(line):  # a short write (disk full, signal): finish the same line
             written += os.write(self._fd, line[written:])
@@ -173,6 +176,51 @@ class ResultFile:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+class StandardOutput:
+    """Results written to standard output as they finish, one line each, and never read back: no input
+    is done before the run, so it sends every one (duplicate ids are still found)."""
+
+    def __init__(self) -> None:
+        self._ids: set[Id] = set()
+
+    def done(self, index: int, line_id: Id | None = None) -> bool:
+        return False
+
+    def failed(self, index: int, line_id: Id | None = None) -> bool:
+        return False
+
+    def claim(self, line_id: Id) -> bool:
+        """Note that an input line has this id; False if an earlier one already had it."""
+        first = line_id not in self._ids
+        self._ids.add(line_id)
+        return first
+
+    def write(self, result: dict[str, Any]) -> None:
+        """Print one result line, flushed at once for whatever reads the other end."""
+        sys.stdout.buffer.write(_line(result))
+        sys.stdout.buffer.flush()
+
+    def drop_failures(self) -> int:
+        """Refused: standard output keeps no results to rewrite."""
+        raise ValueError(
+            "--retry-failed needs an output file to rewrite: -o - (standard output) keeps no results"
+        )
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> StandardOutput:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        pass
+
+
+def _line(result: dict[str, Any]) -> bytes:
+    """A result as one line of UTF-8 JSON."""
+    return (json.dumps(result, ensure_ascii=False) + "\n").encode()
 
 
 def _open_locked(path: str) -> int:

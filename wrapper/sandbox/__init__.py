@@ -46,6 +46,7 @@ The details, with each Gradient error's status: ``python -m wrapper.sandbox --he
 from __future__ import annotations
 
 import errno
+import re
 import socket
 import threading
 from collections.abc import Iterable
@@ -95,7 +96,12 @@ Sandbox routes: GET /_sandbox/models, GET|DELETE /_sandbox/stats, GET|POST|DELET
 """
 
 
-HELP = _help()
+def _plain(text: str) -> str:
+    """``text`` with the docstrings' ``literal`` markup taken off, for a terminal."""
+    return re.sub(r"``(.+?)``", r"\1", text)
+
+
+HELP = _plain(_help())
 """What ``--help`` prints after the options: models, RAG collection, triggers, fault injection."""
 
 
@@ -115,8 +121,19 @@ def _server(app: SandboxApp, host: str, port: int) -> uvicorn.Server:
     return server
 
 
+def _checked_port(port: int) -> int:
+    """``port`` if a TCP port can have that number (0: any free one); else ``ValueError`` giving the range."""
+    if not 0 <= port <= 65535:
+        raise ValueError(f"must be from 0 to 65535 (0: any free port), not {port}")
+    return port
+
+
 def _listen(host: str, port: int) -> socket.socket:
     """A socket listening on ``host:port``; ``OSError`` naming the address when it can't be bound."""
+    try:
+        _checked_port(port)
+    except ValueError as exc:
+        raise ValueError(f"port {exc}") from None
     # proto=IPPROTO_TCP lets asyncio set TCP_NODELAY on the connections (else Nagle adds 40 ms a request)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -147,7 +164,7 @@ def serve(
     """Serve the sandbox in the foreground until interrupted, printing where once the port is bound.
 
     The options are ``Sandbox``'s; ``faults`` are rules (``"status=503;count=2"``) queued at start.
-    ``OSError`` (naming the address) when the port can't be bound.
+    ``ValueError`` for a port out of range, ``OSError`` (naming the address) when the port can't be bound.
     """
     app = _app(seed, rpm, tpm, api_key, access_token, any_model)
     for rule in faults:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
-from . import HELP, serve
+from . import HELP, _checked_port, serve
 from ._catalog import REJECTED_CREDENTIAL
 from ._faults import parse_rule
 from ._handler import registry
@@ -20,6 +21,18 @@ def _fault(text: str) -> str:
     return text
 
 
+def _port(text: str) -> int:
+    """A ``--port`` value: a TCP port number (0: any free port)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    try:
+        return _checked_port(port)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _per_minute(text: str) -> float:
     """A ``--rpm``/``--tpm`` value: a positive number."""
     try:
@@ -30,8 +43,12 @@ def _per_minute(text: str) -> float:
     return value
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Parse the command line and serve until interrupted."""
+INTERRUPTED = 130
+"""The exit status after Ctrl-C (SIGINT), as shells report a process it stopped."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the command line and serve until interrupted; return the exit status (usage errors exit 2)."""
     parser = argparse.ArgumentParser(
         prog="python -m wrapper.sandbox",
         description=f"The {' and '.join(h.title for h in registry().values())} completion APIs on "
@@ -40,7 +57,7 @@ def main(argv: list[str] | None = None) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default: %(default)s)")
-    parser.add_argument("--port", type=int, default=3026, help="port to bind (default: %(default)s)")
+    parser.add_argument("--port", type=_port, default=3026, help="port to bind (default: %(default)s)")
     parser.add_argument(
         "--seed", type=int, default=0, help="seed for sampling and fault rates (default: %(default)s)"
     )
@@ -83,11 +100,15 @@ def main(argv: list[str] | None = None) -> None:
             any_model=args.any_model,
             faults=args.fault,
         )
+    except KeyboardInterrupt:  # Ctrl-C: the way to stop it, so no traceback
+        print("Sandbox stopped", file=sys.stderr)
+        return INTERRUPTED
     except ValueError as exc:  # a credential the sandbox can't compare
         parser.error(str(exc))
     except OSError as exc:  # the port is busy, or not ours to bind
         parser.exit(1, f"{parser.prog}: error: {exc.strerror or exc}\n")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
