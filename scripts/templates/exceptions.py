@@ -68,7 +68,11 @@ def scrub(text: str, headers: Mapping[str, str]) -> str:
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds from ``retry-after-ms``, or ``Retry-After`` in seconds or as an HTTP date; None if neither."""
+    """Seconds from ``retry-after-ms``, or ``Retry-After`` in seconds or as an HTTP date; None if neither.
+
+    A value that cannot be read, or is out of range (negative, not finite, a date or zone offset
+    no clock can hold), counts as not given: the caller's backoff applies.
+    """
     value = headers.get("retry-after-ms")
     if value is not None:
         seconds = _seconds(value)
@@ -82,11 +86,11 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
         return seconds
     try:
         when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
+        if when.tzinfo is None:  # "-0000": UTC with no claim about the local zone
+            when = when.replace(tzinfo=UTC)
+        return max(when.timestamp() - time.time(), 0.0)
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    if when.tzinfo is None:  # "-0000": UTC with no claim about the local zone
-        when = when.replace(tzinfo=UTC)
-    return max(when.timestamp() - time.time(), 0.0)
 
 
 def _seconds(value: str) -> float | None:
