@@ -6,6 +6,7 @@ import contextlib
 import inspect
 import json
 import logging
+import select
 import socket
 import struct
 import subprocess
@@ -347,6 +348,11 @@ def scale_body(text: str = "Paris", **extra: Any) -> dict[str, Any]:
     return {"completions": [["prompt", [text]]], "finish_reason": "stop", **extra}
 
 
+def sse_data(text: str, **extra: Any) -> str:
+    """A Scale stream event (``sse_reply``'s) carrying the chunk ``text``; ``extra`` adds fields."""
+    return "data: " + json.dumps({"completions": [["prompt", [text]]], **extra})
+
+
 GRADIENT_BODY = {"finishReason": "stop", "generatedOutput": "yes"}
 
 
@@ -454,15 +460,16 @@ def reset_reply(handler: _Handler) -> None:
     handler.close_connection = True
 
 
-def sse_reply(events: list[str], then: str = "end") -> Reply:
+def sse_reply(events: list[str | bytes | float], then: str = "end") -> Reply:
     """Stream ``events`` (each ``"data: ..."`` or ``"event: ...\\ndata: ..."``) as server-sent events.
 
-    ``then``: ``"end"`` finishes the stream; ``"cut"`` drops the connection mid-body; ``"hold"`` keeps
-    sending comments until the client goes away (then sets ``server.disconnected``).
+    A ``bytes`` item is sent as it is (no blank line added), a ``float`` one is a pause of that many
+    seconds. ``then``: ``"end"`` finishes the stream; ``"cut"`` drops the connection mid-body;
+    ``"hold"`` keeps sending comments until the client goes away, ``"stall"`` sends nothing until then
+    (both then set ``server.disconnected``).
     """
 
-    def chunk(handler: _Handler, text: str) -> None:
-        data = text.encode()
+    def chunk(handler: _Handler, data: bytes) -> None:
         handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         handler.wfile.flush()
 
@@ -472,17 +479,25 @@ def sse_reply(events: list[str], then: str = "end") -> Reply:
         handler.send_header("transfer-encoding", "chunked")
         handler.end_headers()
         for event in events:
-            chunk(handler, event + "\n\n")
+            if isinstance(event, float):
+                time.sleep(event)
+            else:
+                chunk(handler, event if isinstance(event, bytes) else event.encode() + b"\n\n")
         if then == "end":
             handler.wfile.write(b"0\r\n\r\n")
         elif then == "cut":
             handler.connection.shutdown(socket.SHUT_RDWR)
             handler.close_connection = True
+        elif then == "stall":
+            # the client's close makes the socket readable (at its end); 10 s at most
+            if select.select([handler.connection], [], [], 10)[0]:
+                handler.server.owner.disconnected.set()  # type: ignore[attr-defined]
+            handler.close_connection = True
         else:
             deadline = time.monotonic() + 10
             try:
                 while time.monotonic() < deadline:
-                    chunk(handler, ": keep-alive\n\n")
+                    chunk(handler, b": keep-alive\n\n")
                     time.sleep(0.01)
             except OSError:
                 handler.server.owner.disconnected.set()  # type: ignore[attr-defined]

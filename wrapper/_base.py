@@ -17,6 +17,7 @@ from __future__ import annotations
 import atexit
 import copy
 import logging
+import math
 import os
 import threading
 import time
@@ -27,14 +28,14 @@ from collections.abc import (
     Generator,
     Mapping,
 )
-from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, aclosing
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, TypeVar, Unpack, cast
 
 import httpx
 
 from generated.exceptions import APIStatusError, APITimeoutError
 
-from . import _attempts, _telemetry
+from . import _attempts, _sse, _telemetry
 from ._checkout import CheckoutTransport
 from ._errors_map import Malformed, connection_error, invalid, is_transport_failure
 from ._headers import ResponseHeaders
@@ -49,6 +50,7 @@ from ._network import (
 from ._options import Options, RequestOptions, checked_timeout, split
 from ._raw import RAW, RawResponse
 from ._redact import redacted_headers
+from ._stream_body import DeadlinePassed, Received, Watchdog
 from ._transport import (
     AsyncTransports,
     ClientClosedError,
@@ -293,8 +295,13 @@ class _ClientCore:
             )
         return connection_error(exc, request.as_httpx())
 
-    def _chunks_failed(self, response: httpx.Response, exc: Exception, options: Options) -> Exception:
-        """The typed error for a failure while reading a stream's events (an idle stream's says so)."""
+    def _chunks_failed(
+        self, response: httpx.Response, exc: Exception, options: Options, attempts: _attempts.Attempts
+    ) -> Exception:
+        """The typed error for a failure while reading a stream's events (an idle stream's, or one
+        past the deadline, says so)."""
+        if isinstance(exc, DeadlinePassed):
+            return exc.error(response.request, attempts.retries + 1)
         if isinstance(exc, httpx.ReadTimeout) and options.stream_idle_timeout is not None:
             return APITimeoutError(
                 f"the stream sent nothing for {options.stream_idle_timeout:g} s (stream_idle_timeout)",
@@ -399,50 +406,79 @@ class SyncClient(_ClientCore):
         yield raw.http_response
         yield whole(raw.parse())
 
-    def _open(self, request: Request, options: Options) -> httpx.Response:
-        """The stream's response, status checked, through the attempt loop (no retry after it opened)."""
-        attempts = _attempts.Attempts(options)
-
-        def attempt() -> httpx.Response:
-            sent = attempts.bounded(request)
-            started = time.perf_counter()
-            try:
-                response = self._transport.stream(sent, options.stream_idle_timeout)
-                if not 200 <= response.status_code < 300:
-                    try:
-                        response.read()
-                    finally:
-                        response.close()
-            except Exception as exc:
-                raise self._failed(sent, started, exc) from exc
-            return self._stream_opened(response, sent, started)
-
-        return _attempts.run(attempt, attempts)
-
     def _sse(
         self, request: Request, options: Options, call: Called
     ) -> Generator[httpx.Response | CompletionChunk, None, None]:
-        """The stream's response, then its chunks; closing the generator closes the connection."""
-        from httpx_sse import EventSource
+        """The stream's response, then its chunks; closing the generator closes the connection.
 
+        Everything up to the first chunk is one attempt, retried as any failed request is (nothing
+        reached the caller yet); after it, never.
+        """
         with _telemetry.call(self, *call, stream=True) as span:
+            attempts = _attempts.Attempts(options)
             with span.active():
-                response = self._open(request, options)
+                response, first, chunks = _attempts.run(lambda: self._open(request, attempts), attempts)
             try:
                 yield response
-                if not _is_event_stream(response):
-                    response.read()
-                    raise invalid(response, "is not an event stream")
-                headers = ResponseHeaders(response.headers.raw)
-                read = cast(StreamingWire, self._wire).chunk
-                for event in EventSource(response).iter_sse():
-                    chunk = read(event, response, headers)
-                    if chunk is not None:
-                        yield span.chunk(chunk)
+                yield span.chunk(first)
+                for chunk in chunks:
+                    yield span.chunk(chunk)
             except Exception as exc:
-                raise self._chunks_failed(response, exc, options) from exc
+                raise self._chunks_failed(response, exc, options, attempts) from exc
             finally:
-                response.close()
+                chunks.close()
+
+    def _open(
+        self, request: Request, attempts: _attempts.Attempts
+    ) -> tuple[httpx.Response, CompletionChunk, Generator[CompletionChunk]]:
+        """One attempt: the stream's response, status checked, its first chunk and the others to come."""
+        options = attempts.options
+        sent = attempts.bounded(request)
+        started = time.perf_counter()
+        try:
+            response = self._transport.stream(sent, options.stream_idle_timeout)
+            if not 200 <= response.status_code < 300:
+                try:
+                    response.read()
+                finally:
+                    response.close()
+        except Exception as exc:
+            raise self._failed(sent, started, exc) from exc
+        self._stream_opened(response, sent, started)
+        chunks = self._chunks(response, attempts)
+        try:
+            first = next(chunks)
+        except Exception as exc:  # the generator closed the response
+            raise self._chunks_failed(response, exc, options, attempts) from exc
+        return response, first, chunks
+
+    def _chunks(self, response: httpx.Response, attempts: _attempts.Attempts) -> Generator[CompletionChunk]:
+        """The chunks of a stream's body, until it ends complete (else ``IncompleteStreamError``) or
+        the deadline passes (``DeadlinePassed``); closes the response."""
+        received = Received()
+        left = attempts.left()
+        deadline = time.monotonic() + left
+        watchdog = Watchdog(response, left)
+        try:
+            if not _is_event_stream(response):
+                response.read()
+                raise invalid(response, "is not an event stream")
+            headers = ResponseHeaders(response.headers.raw)
+            read = cast(StreamingWire, self._wire).chunk
+            for event in _sse.events(response):
+                if time.monotonic() >= deadline:
+                    raise received.too_late(attempts.options.deadline)
+                chunk = read(event, response, headers)
+                if chunk is not None:
+                    yield received.add(chunk)
+            received.check_complete(response.request)
+        except httpx.TransportError as exc:
+            if time.monotonic() >= deadline:  # the watchdog shut the socket, or a read timed out at it
+                raise received.too_late(attempts.options.deadline) from exc
+            raise
+        finally:
+            watchdog.stop()
+            response.close()
 
 
 class AsyncClient(_ClientCore):
@@ -538,51 +574,93 @@ class AsyncClient(_ClientCore):
         yield raw.http_response
         yield whole(raw.parse())
 
-    async def _open(self, request: Request, options: Options) -> httpx.Response:
-        """The stream's response, status checked, through the attempt loop (no retry after it opened)."""
-        attempts = _attempts.Attempts(options)
-
-        async def attempt() -> httpx.Response:
-            sent = attempts.bounded(request)
-            transport = self._transports.ready() or await self._transports.pick()
-            started = time.perf_counter()
-            try:
-                response = await transport.stream(sent, options.stream_idle_timeout)
-                if not 200 <= response.status_code < 300:
-                    try:
-                        await response.aread()
-                    finally:
-                        await response.aclose()
-            except Exception as exc:
-                raise self._failed(sent, started, exc) from exc
-            return self._stream_opened(response, sent, started)
-
-        return await _attempts.arun(attempt, attempts)
-
     async def _sse(
         self, request: Request, options: Options, call: Called
     ) -> AsyncGenerator[httpx.Response | CompletionChunk, None]:
-        """The stream's response, then its chunks; ``aclose()`` closes the connection."""
-        from httpx_sse import EventSource
+        """The stream's response, then its chunks; ``aclose()`` closes the connection.
 
+        Everything up to the first chunk is one attempt, retried as any failed request is (nothing
+        reached the caller yet); after it, never.
+        """
         with _telemetry.call(self, *call, stream=True) as span:
+            attempts = _attempts.Attempts(options)
             with span.active():
-                response = await self._open(request, options)
+                opened = await _attempts.arun(lambda: self._open(request, attempts), attempts)
+            response, first, chunks = opened
             try:
                 yield response
-                if not _is_event_stream(response):
+                yield span.chunk(first)
+                async for chunk in chunks:
+                    yield span.chunk(chunk)
+            except Exception as exc:
+                raise self._chunks_failed(response, exc, options, attempts) from exc
+            finally:
+                await chunks.aclose()
+
+    async def _open(
+        self, request: Request, attempts: _attempts.Attempts
+    ) -> tuple[httpx.Response, CompletionChunk, AsyncGenerator[CompletionChunk]]:
+        """One attempt: the stream's response, status checked, its first chunk and the others to come."""
+        options = attempts.options
+        sent = attempts.bounded(request)
+        transport = self._transports.ready() or await self._transports.pick()
+        started = time.perf_counter()
+        try:
+            response = await transport.stream(sent, options.stream_idle_timeout)
+            if not 200 <= response.status_code < 300:
+                try:
                     await response.aread()
-                    raise invalid(response, "is not an event stream")
-                headers = ResponseHeaders(response.headers.raw)
-                read = cast(StreamingWire, self._wire).chunk
-                async for event in EventSource(response).aiter_sse():
+                finally:
+                    await response.aclose()
+        except Exception as exc:
+            raise self._failed(sent, started, exc) from exc
+        self._stream_opened(response, sent, started)
+        chunks = self._chunks(response, attempts)
+        try:
+            first = await anext(chunks)
+        except Exception as exc:  # the generator closed the response
+            raise self._chunks_failed(response, exc, options, attempts) from exc
+        return response, first, chunks
+
+    async def _chunks(
+        self, response: httpx.Response, attempts: _attempts.Attempts
+    ) -> AsyncGenerator[CompletionChunk]:
+        """The chunks of a stream's body, until it ends complete (else ``IncompleteStreamError``) or
+        the deadline passes (``DeadlinePassed``); closes the response."""
+        import asyncio  # not at module level: `import wrapper.scale` stays light
+
+        received = Received()
+        left = attempts.left()
+        loop = asyncio.get_running_loop()
+        deadline = None if left == math.inf else loop.time() + left
+        try:
+            if not _is_event_stream(response):
+                await response.aread()
+                raise invalid(response, "is not an event stream")
+            headers = ResponseHeaders(response.headers.raw)
+            read = cast(StreamingWire, self._wire).chunk
+            async with aclosing(_sse.aevents(response)) as events:
+                while True:
+                    timeout = asyncio.timeout_at(deadline)  # each wait on its own: never across a yield
+                    try:
+                        async with timeout:
+                            event = await anext(events, None)
+                    except TimeoutError as exc:
+                        if timeout.expired():
+                            raise received.too_late(attempts.options.deadline) from exc
+                        raise
+                    if event is None:
+                        break
                     chunk = read(event, response, headers)
                     if chunk is not None:
-                        yield span.chunk(chunk)
-            except Exception as exc:
-                raise self._chunks_failed(response, exc, options) from exc
-            finally:
-                await response.aclose()
+                        yield received.add(chunk)
+            received.check_complete(response.request)
+        except httpx.TransportError as exc:
+            if deadline is not None and loop.time() >= deadline:  # a read timed out at it
+                raise received.too_late(attempts.options.deadline) from exc
+            raise
+        finally:
+            await response.aclose()
 
 
 class _RawCalls:

@@ -35,6 +35,7 @@ __all__ = [
     "ConflictError",
     "ContentFlaggedError",
     "GradientError",
+    "IncompleteStreamError",
     "InternalServerError",
     "NotFoundError",
     "PermissionDeniedError",
@@ -130,6 +131,15 @@ class APIConnectionError(APIError):
 
 class APITimeoutError(APIConnectionError):
     """The request ran out of time (the client's ``timeout``) before the response was complete."""
+
+
+class IncompleteStreamError(APIConnectionError):
+    """A stream's body ended before its final chunk (no chunk carried a finish reason); ``.text`` is the
+    text received until then."""
+
+    def __init__(self, message: str, *, request: httpx.Request, text: str) -> None:
+        super().__init__(message, request=request)
+        self.text = text
 
 
 class APIResponseValidationError(APIError):
