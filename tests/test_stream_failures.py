@@ -146,9 +146,10 @@ async def test_a_byte_order_mark_before_the_first_event_is_dropped(
     assert [c.text for c in chunks] == ["Hel", "lo", "!"]
 
 
-async def test_done_ends_the_stream(make_client: Any, lane: str, server: LocalServer) -> None:
+@pytest.mark.parametrize("done", ["data: [DONE]", "data:[DONE]"])
+async def test_done_ends_the_stream(make_client: Any, lane: str, server: LocalServer, done: str) -> None:
     # after [DONE]: an event that is not a chunk, then keep-alive comments until the client leaves
-    server.script(sse_reply([*EVENTS, "data: [DONE]", "data: not a chunk"], then="hold"))
+    server.script(sse_reply([*EVENTS, done, "data: not a chunk"], then="hold"))
     completion = await final(on(server, make_client, lane).stream("m", "p"))
     assert (completion.text, completion.finish_reason) == ("Hello!", "stop")
     assert await asyncio.to_thread(server.disconnected.wait, 5)  # nothing after [DONE] was read
