@@ -5,7 +5,8 @@ Hand-written: ``make regen`` copies this template from ``scripts/templates/excep
 ``generated/exceptions.py``, where the per-``type`` ``GradientError`` subclasses generated from
 the spec (``generated/gradient/exceptions.py``) subclass its bases. ``wrapper.errors`` is the
 public namespace for both. ``APIError`` is the root. A request that never got a complete answer
-raises ``APIConnectionError`` (``APITimeoutError`` when it ran out of time); an answer with an
+raises ``APIConnectionError`` (``APITimeoutError`` when it ran out of time, ``IncompleteStreamError``
+when a stream's body ended before its final chunk); an answer with an
 error status raises the ``APIStatusError`` subclass for its status, or for Gradient's typed 4XX
 bodies the ``GradientError`` subclass named after the body's ``type``; a success whose body is
 not what the spec promises raises ``APIResponseValidationError``. Messages never contain the
@@ -135,8 +136,7 @@ class APITimeoutError(APIConnectionError):
 
 
 class IncompleteStreamError(APIConnectionError):
-    """A stream's body ended before its final chunk (no chunk carried a finish reason); ``.text`` is the
-    text received until then."""
+    """A stream ended before its final chunk (none carried a finish reason); ``.text`` is what came."""
 
     def __init__(self, message: str, *, request: httpx.Request, text: str) -> None:
         super().__init__(message, request=request)
