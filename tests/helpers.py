@@ -368,6 +368,20 @@ async def collect(stream: Any) -> list[Any]:
     return list(stream)
 
 
+async def drain(stream: Any, received: list[str]) -> None:
+    """Append each chunk's text to ``received`` as it arrives, until the stream ends or raises."""
+    if hasattr(stream, "__aiter__"):
+        async for chunk in stream:
+            received.append(chunk.text)
+    else:
+        received.extend(chunk.text for chunk in stream)
+
+
+async def final(stream: Any) -> Any:
+    """``stream.get_final_completion()`` of a sync or async stream."""
+    return await call(stream.get_final_completion())
+
+
 Handler = Callable[[httpx.Request], httpx.Response]
 
 

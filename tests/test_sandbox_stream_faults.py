@@ -3,13 +3,13 @@ sends, and what the clients (sync, and async on each transport) make of them."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
+from helpers import collect, final
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -37,12 +37,6 @@ def _no_faults_left(sb: Sandbox) -> Iterator[None]:
 
 def on(sb: Sandbox, make_client: Any, lane: str, **options: Any) -> Any:
     return make_client("scale", lane, base_url=sb.scale_base_url, **options)
-
-
-async def final(stream: Any) -> Any:
-    """``stream.get_final_completion()``, sync or async."""
-    result = stream.get_final_completion()
-    return await result if asyncio.iscoroutine(result) else result
 
 
 def faulted(fault: str) -> dict[str, Any]:
@@ -108,7 +102,7 @@ async def test_a_stream_framed_oddly_reads_as_a_plain_one(
 
 async def test_a_stream_ended_early_raises_with_its_text(make_client: Any, lane: str, sb: Sandbox) -> None:
     client = on(sb, make_client, lane)
-    chunks = [c.text for c in [chunk async for chunk in _chunks(client.stream(MODEL, "Alice", **ASK))]]
+    chunks = [chunk.text for chunk in await collect(client.stream(MODEL, "Alice", **ASK))]
     sb.reset_stats()
     with pytest.raises(IncompleteStreamError) as caught:
         await final(client.stream(MODEL, "Alice", **faulted("end=2")))
@@ -142,16 +136,6 @@ async def test_a_silent_stall_trips_the_idle_timeout(make_client: Any, lane: str
     client = on(sb, make_client, lane, stream_idle_timeout=0.3, max_retries=0)
     with pytest.raises(APITimeoutError, match="stream_idle_timeout"):
         await final(client.stream(MODEL, "Alice", **faulted("stall=1")))
-
-
-async def _chunks(stream: Any) -> Any:
-    """The chunks of a sync or async stream, as an async iterator."""
-    if hasattr(stream, "__aiter__"):
-        async for chunk in stream:
-            yield chunk
-    else:
-        for chunk in stream:
-            yield chunk
 
 
 FRAMING = st.lists(

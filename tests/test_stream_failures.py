@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 import pytest
-from helpers import LocalServer, collect, json_reply, scale_body, sse_data, sse_reply
+from helpers import LocalServer, collect, drain, final, json_reply, scale_body, sse_data, sse_reply
 
 from wrapper.errors import (
     APIConnectionError,
@@ -22,21 +22,6 @@ from wrapper.errors import (
 FINAL = sse_data("!", finish_reason="stop", prompt_tokens=3, response_tokens=3)
 EVENTS = [sse_data("Hel"), sse_data("lo"), FINAL]
 NOT_ASKED = json_reply(200, scale_body("must not be asked"))
-
-
-async def read(stream: Any, received: list[str]) -> None:
-    """Append each chunk's text to ``received`` as it arrives, until the stream ends or raises."""
-    if hasattr(stream, "__aiter__"):
-        async for chunk in stream:
-            received.append(chunk.text)
-    else:
-        received.extend(chunk.text for chunk in stream)
-
-
-async def final(stream: Any) -> Any:
-    """``stream.get_final_completion()``, sync or async."""
-    result = stream.get_final_completion()
-    return await result if asyncio.iscoroutine(result) else result
 
 
 def on(server: LocalServer, make_client: Any, lane: str, **options: Any) -> Any:
@@ -64,7 +49,7 @@ async def test_the_deadline_bounds_the_body(
     received: list[str] = []
     started = time.monotonic()
     with pytest.raises(APITimeoutError) as caught:
-        await read(client.stream("m", "p"), received)
+        await drain(client.stream("m", "p"), received)
     took = time.monotonic() - started
     assert DEADLINE - 0.1 <= took < DEADLINE + 1.0, took
     assert f"deadline of {DEADLINE:g} s ran out" in str(caught.value)
@@ -85,7 +70,7 @@ async def test_a_body_that_ends_without_its_final_chunk_raises(
     server.script(sse_reply([sse_data("Hel"), sse_data("lo"), *ending]), NOT_ASKED)
     received: list[str] = []
     with pytest.raises(IncompleteStreamError) as caught:
-        await read(on(server, make_client, lane).stream("m", "p"), received)
+        await drain(on(server, make_client, lane).stream("m", "p"), received)
     assert isinstance(caught.value, APIConnectionError)
     assert caught.value.text == "".join(received) == "Hello"
     assert "without its final chunk" in str(caught.value)
@@ -202,6 +187,6 @@ async def test_a_stream_that_fails_after_a_chunk_is_not_retried(
     server.script(sse_reply(events, then="cut" if then == "cut" else "end"), NOT_ASKED)
     received: list[str] = []
     with pytest.raises(raised):
-        await read(on(server, make_client, lane).stream("m", "p"), received)
+        await drain(on(server, make_client, lane).stream("m", "p"), received)
     assert received == ["Hel"]
     assert (len(server.requests), sleeps) == (1, [])

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from helpers import LocalServer, collect, sse_data, sse_reply
+from helpers import LocalServer, collect, final, sse_data, sse_reply
 from langchain_core.callbacks import BaseCallbackHandler
 
 from wrapper.langchain import ScaleLLM
@@ -44,8 +44,7 @@ async def test_text_stream_has_no_empty_pieces(make_client: Any, lane: str, serv
     server.script(sse_reply(EVENTS))
     client = make_client("scale", lane, base_url=server.url)
     assert await collect(client.stream("m", "p").text_stream) == ["Hel", "lo"]
-    completion = client.stream("m", "p").get_final_completion()
-    completion = completion if lane == "sync" else await completion
+    completion = await final(client.stream("m", "p"))
     assert (completion.text, completion.finish_reason, completion.response_tokens) == ("Hello", "stop", 2)
 
 

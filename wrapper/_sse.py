@@ -16,6 +16,7 @@ OpenAI-style gateways send last, ends the stream: nothing after it is read.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from contextlib import aclosing
 from typing import TYPE_CHECKING, cast
 
 from httpx_sse import EventSource, ServerSentEvent
@@ -55,23 +56,27 @@ def _source(response: httpx.Response) -> EventSource:
     return EventSource(cast("httpx.Response", _Body(response)))
 
 
+def _read(event: ServerSentEvent) -> bool | None:
+    """Whether the clients read ``event`` (a chunk's or an error's) or skip it; None at ``[DONE]``."""
+    if event.event in _DATA:
+        return None if event.data == _DONE else True
+    return event.event == "error"
+
+
 def events(response: httpx.Response) -> Iterator[ServerSentEvent]:
     """The completion and error events of a stream's body, up to its end or a ``data: [DONE]``."""
     for event in _source(response).iter_sse():
-        if event.event in _DATA:
-            if event.data == _DONE:
-                return
-            yield event
-        elif event.event == "error":
+        if (read := _read(event)) is None:
+            return
+        if read:
             yield event
 
 
 async def aevents(response: httpx.Response) -> AsyncGenerator[ServerSentEvent]:
     """``events`` of an async response."""
-    async for event in _source(response).aiter_sse():
-        if event.event in _DATA:
-            if event.data == _DONE:
+    async with aclosing(_source(response).aiter_sse()) as sse:  # at [DONE] too, not when collected
+        async for event in sse:
+            if (read := _read(event)) is None:
                 return
-            yield event
-        elif event.event == "error":
-            yield event
+            if read:
+                yield event

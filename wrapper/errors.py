@@ -4,8 +4,9 @@
 (``APITimeoutError`` when it ran out of time, ``IncompleteStreamError`` when a stream's body ended
 before its final chunk); an answer with an error status raises the ``APIStatusError`` subclass for
 its status, or for Gradient's typed 4XX bodies the ``GradientError`` subclass named after the body's
-``type``; a success whose body is not what the spec promises raises ``APIResponseValidationError``. Arguments the spec forbids raise ``ValueError`` before any
-request is sent. Messages never contain the credentials the request carried.
+``type``; a success whose body is not what the spec promises raises ``APIResponseValidationError``.
+Arguments the spec forbids raise ``ValueError`` before any request is sent. Messages never contain
+the credentials the request carried.
 
 The hand-written tree is ``scripts/templates/exceptions.py``, which ``make regen`` copies to
 ``generated/exceptions.py``; one ``GradientError`` subclass per error ``type`` of Gradient's spec

@@ -5,10 +5,10 @@ Hand-written: ``make regen`` copies this template from ``scripts/templates/excep
 the spec (``generated/gradient/exceptions.py``) subclass its bases. ``wrapper.errors`` is the
 public namespace for both. ``APIError`` is the root. A request that never got a complete answer
 raises ``APIConnectionError`` (``APITimeoutError`` when it ran out of time, ``IncompleteStreamError``
-when a stream's body ended before its final chunk); an answer with an
-error status raises the ``APIStatusError`` subclass for its status, or for Gradient's typed 4XX
-bodies the ``GradientError`` subclass named after the body's ``type``; a success whose body is
-not what the spec promises raises ``APIResponseValidationError``. Messages never contain the
+when a stream's body ended before its final chunk); an answer with an error status raises the
+``APIStatusError`` subclass for its status, or for Gradient's typed 4XX bodies the
+``GradientError`` subclass named after the body's ``type``; a success whose body is not what the
+spec promises raises ``APIResponseValidationError``. Messages never contain the
 credentials the request carried (``scrub``).
 """
 

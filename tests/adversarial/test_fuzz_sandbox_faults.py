@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import fields
 from typing import Any
 
 import httpx
@@ -22,25 +23,8 @@ from ._schemas import JSON_VALUES, fuzz_settings
 
 EXAMPLES = 100
 fuzz = fuzz_settings(EXAMPLES)
-KEYS = [
-    "status",
-    "retry_after",
-    "retry_after_ms",
-    "cut",
-    "reset",
-    "malformed",
-    "count",
-    "rate",
-    "api",
-    "model",
-    "stall",
-    "keepalive",
-    "end",
-    "event",
-    "bom",
-    "done",
-    "unterminated",
-]
+KEYS = sorted({f.name for f in fields(Fault)} - {"delay"} | {"count", "rate", "api", "model"})
+"""Every option (``delay`` is drawn on its own: a long one only times the client out)."""
 VALUES = (
     JSON_VALUES
     | st.integers(-2, 600)

@@ -114,20 +114,7 @@ _RULE_KEYS = {"count", "rate", "api", "model"}
 _INT_KEYS = {"status", "retry_after_ms", "cut", "count", "stall", "end"}
 _FLOAT_KEYS = {"retry_after", "delay", "pace", "rate", "keepalive"}
 _BOOL_KEYS = {"reset", "bom", "done", "unterminated"}
-_NULLABLE_KEYS = {
-    "status",
-    "retry_after",
-    "retry_after_ms",
-    "cut",
-    "malformed",
-    "count",
-    "api",
-    "model",
-    "stall",
-    "keepalive",
-    "end",
-    "event",
-}
+_NULLABLE_KEYS = {f.name for f in fields(Fault) if f.default is None} | {"count", "api", "model"}
 
 
 def _checked(key: str, value: Any) -> Any:
