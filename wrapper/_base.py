@@ -421,8 +421,7 @@ class SyncClient(_ClientCore):
             try:
                 yield response
                 yield span.chunk(first)
-                for chunk in chunks:
-                    yield span.chunk(chunk)
+                yield from map(span.chunk, chunks)
             except Exception as exc:
                 raise self._chunks_failed(response, exc, options, attempts) from exc
             finally:
@@ -457,7 +456,7 @@ class SyncClient(_ClientCore):
         the deadline passes (``DeadlinePassed``); closes the response."""
         received = Received()
         left = attempts.left()
-        deadline = time.monotonic() + left
+        deadline = None if left == math.inf else time.monotonic() + left
         watchdog = Watchdog(response, left)
         try:
             if not _is_event_stream(response):
@@ -466,14 +465,14 @@ class SyncClient(_ClientCore):
             headers = ResponseHeaders(response.headers.raw)
             read = cast(StreamingWire, self._wire).chunk
             for event in _sse.events(response):
-                if time.monotonic() >= deadline:
+                if deadline is not None and time.monotonic() >= deadline:  # also where no watchdog runs
                     raise received.too_late(attempts.options.deadline)
                 chunk = read(event, response, headers)
                 if chunk is not None:
                     yield received.add(chunk)
             received.check_complete(response.request)
         except httpx.TransportError as exc:
-            if time.monotonic() >= deadline:  # the watchdog shut the socket, or a read timed out at it
+            if deadline is not None and time.monotonic() >= deadline:  # the watchdog shut the socket
                 raise received.too_late(attempts.options.deadline) from exc
             raise
         finally:

@@ -15,6 +15,7 @@ OpenAI-style gateways send last, ends the stream: nothing after it is read.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, cast
@@ -29,25 +30,30 @@ __all__ = ["aevents", "events"]
 _DATA = frozenset({"", "message"})
 """The names of events that carry a chunk ("" is what httpx-sse reports for an event with none)."""
 _DONE = "[DONE]"
+_BOM = "\ufeff"
 _END = "\n\n"
 """Appended to the body: ends a last event that lacks its blank line (and is nothing after one)."""
 
 
 class _Body:
-    """What ``EventSource`` reads of a response (its headers and text): the text as UTF-8 with one
-    leading BOM dropped (``utf-8-sig``), then a blank line."""
+    """What ``EventSource`` reads of a response (its headers and text): the text as UTF-8 with a
+    leading BOM dropped, then a blank line."""
 
     def __init__(self, response: httpx.Response) -> None:
-        response.encoding = "utf-8-sig"
+        response.encoding = "utf-8"
         self.headers = response.headers
         self._response = response
 
     def iter_text(self) -> Iterator[str]:
-        yield from self._response.iter_text()
-        yield _END
+        # httpx yields no empty text, so the first piece holds the whole BOM even if split across reads
+        texts = self._response.iter_text()
+        first = next(texts, "").removeprefix(_BOM)
+        return itertools.chain((first,), texts, (_END,))  # no generator of ours: a stream's hot path
 
     async def aiter_text(self) -> AsyncIterator[str]:
-        async for text in self._response.aiter_text():
+        texts = self._response.aiter_text()
+        yield (await anext(texts, "")).removeprefix(_BOM)
+        async for text in texts:
             yield text
         yield _END
 
@@ -58,9 +64,10 @@ def _source(response: httpx.Response) -> EventSource:
 
 def _read(event: ServerSentEvent) -> bool | None:
     """Whether the clients read ``event`` (a chunk's or an error's) or skip it; None at ``[DONE]``."""
-    if event.event in _DATA:
+    name = event.event
+    if name in _DATA:
         return None if event.data == _DONE else True
-    return event.event == "error"
+    return name == "error"
 
 
 def events(response: httpx.Response) -> Iterator[ServerSentEvent]:
