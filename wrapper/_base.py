@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import copy
+import functools
 import logging
 import math
 import os
@@ -50,7 +51,7 @@ from ._network import (
 from ._options import Options, RequestOptions, checked_timeout, split
 from ._raw import RAW, RawResponse
 from ._redact import redacted_headers
-from ._stream_body import DeadlinePassed, Received, Watchdog
+from ._stream_body import DeadlinePassed, Received, Watchdog, in_time
 from ._transport import (
     AsyncTransports,
     ClientClosedError,
@@ -639,17 +640,8 @@ class AsyncClient(_ClientCore):
             headers = ResponseHeaders(response.headers.raw)
             read = cast(StreamingWire, self._wire).chunk
             async with aclosing(_sse.aevents(response)) as events:
-                while True:
-                    timeout = asyncio.timeout_at(deadline)  # each wait on its own: never across a yield
-                    try:
-                        async with timeout:
-                            event = await anext(events, None)
-                    except TimeoutError as exc:
-                        if timeout.expired():
-                            raise received.too_late(attempts.options.deadline) from exc
-                        raise
-                    if event is None:
-                        break
+                late = functools.partial(received.too_late, attempts.options.deadline)
+                async for event in in_time(events, deadline, late):
                     chunk = read(event, response, headers)
                     if chunk is not None:
                         yield received.add(chunk)

@@ -14,7 +14,8 @@ import contextlib
 import math
 import socket
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from generated.exceptions import APITimeoutError, IncompleteStreamError
 
@@ -23,7 +24,9 @@ if TYPE_CHECKING:
 
     from ._results import CompletionChunk
 
-__all__ = ["DeadlinePassed", "Received", "Watchdog"]
+__all__ = ["DeadlinePassed", "Received", "Watchdog", "in_time"]
+
+T = TypeVar("T")
 
 
 def _plural(count: int, noun: str) -> str:
@@ -108,3 +111,26 @@ class Watchdog:
         if timer is not None:
             timer.cancel()
             timer.join()
+
+
+def in_time(events: AsyncIterator[T], when: float | None, late: Callable[[], Exception]) -> AsyncIterator[T]:
+    """``events``, each awaited until the loop's time ``when`` at the latest (then ``late()`` is
+    raised); ``events`` itself when there is no deadline (None), so no stream pays for one unasked."""
+    return events if when is None else _in_time(events, when, late)
+
+
+async def _in_time(events: AsyncIterator[T], when: float, late: Callable[[], Exception]) -> AsyncIterator[T]:
+    import asyncio  # not at module level: `import wrapper.scale` stays light
+
+    while True:
+        timeout = asyncio.timeout_at(when)  # each wait on its own: never across a yield
+        try:
+            async with timeout:
+                event = await anext(events)
+        except StopAsyncIteration:
+            return
+        except TimeoutError as exc:
+            if timeout.expired():
+                raise late() from exc
+            raise
+        yield event
