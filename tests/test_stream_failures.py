@@ -6,6 +6,7 @@ deadline, a body that ends without its final chunk, SSE framing (named events, a
 from __future__ import annotations
 
 import asyncio
+import pickle
 import time
 from typing import Any
 
@@ -74,6 +75,9 @@ async def test_a_body_that_ends_without_its_final_chunk_raises(
     assert isinstance(caught.value, APIConnectionError)
     assert caught.value.text == "".join(received) == "Hello"
     assert "without its final chunk" in str(caught.value)
+    copy = pickle.loads(pickle.dumps(caught.value))  # as Ray sends it between processes
+    assert (type(copy), copy.text, str(copy)) == (IncompleteStreamError, "Hello", str(caught.value))
+    assert IncompleteStreamError.__module__ == "wrapper.errors"
     assert (len(server.requests), sleeps) == (1, [])  # chunks were delivered: never retried
 
 
