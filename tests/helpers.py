@@ -8,6 +8,7 @@ import json
 import logging
 import select
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -395,11 +396,13 @@ class LocalServer:
     ``disconnected`` is set when a client goes away in the middle of a ``hold`` stream.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.requests: list[tuple[str, str, dict[str, str], Any]] = []
         self.replies: list[Reply] = [json_reply(200, scale_body())]
         self.disconnected = threading.Event()
         self._server = _Server(("127.0.0.1", 0), _Handler)
+        if tls is not None:  # https://, with the certificate ``tls`` holds
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         self._server.daemon_threads = True
         self._server.owner = self  # type: ignore[attr-defined]
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05})
@@ -407,7 +410,8 @@ class LocalServer:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        scheme = "https" if isinstance(self._server.socket, ssl.SSLSocket) else "http"
+        return f"{scheme}://{host!s}:{port}"
 
     def script(self, *replies: Reply) -> None:
         self.replies = list(replies)

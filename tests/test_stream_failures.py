@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import pickle
+import ssl
 import time
 from typing import Any
 
+import httpx
 import pytest
+import trustme
 from helpers import LocalServer, collect, drain, final, json_reply, scale_body, sse_data, sse_reply
 
 from wrapper.errors import (
@@ -59,6 +62,34 @@ async def test_the_deadline_bounds_the_body(
         assert received[0] == "Hel"
     if "chunk every" not in body:  # the client closed the connection, and the server saw it go
         assert await asyncio.to_thread(server.disconnected.wait, 5)
+
+
+@pytest.mark.serial
+async def test_the_deadline_bounds_a_stalled_body_over_tls(
+    make_client: Any, lane: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the sync client shuts the socket under the TLS layer down: its reader sees the end, not an error
+    ca = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(server_context)
+    with ca.cert_pem.tempfile() as ca_file:
+        monkeypatch.setenv("SSL_CERT_FILE", ca_file)
+        server = LocalServer(tls=server_context)
+        server.start()
+        try:
+            server.script(sse_reply([sse_data("Hel"), 1.5, sse_data("lo")], then="stall"))
+            trusting = ssl.create_default_context(cafile=ca_file)
+            options = {"http_client": httpx.AsyncClient(verify=trusting)} if lane == "httpx" else {}
+            client = make_client("scale", lane, base_url=server.url, deadline=DEADLINE, **options)
+            received: list[str] = []
+            started = time.monotonic()
+            with pytest.raises(APITimeoutError, match="deadline"):
+                await drain(client.stream("m", "p"), received)
+            assert time.monotonic() - started < DEADLINE + 1.0
+            assert received == ["Hel", "lo"]
+            assert await asyncio.to_thread(server.disconnected.wait, 5)
+        finally:
+            server.stop()
 
 
 # --- a body must end with its final chunk ---------------------------------------------------------------
