@@ -3,9 +3,9 @@
 A stream is complete when a chunk carried the finish reason (Scale sends it on the last one); a body
 that ends before one did raises ``IncompleteStreamError`` with the text received (``Received``).
 The deadline bounds the body as it bounds the rest of the call: async clients wait for each event
-under ``asyncio.timeout_at``; sync ones check it between events, and a ``Watchdog`` shuts the
-socket down when it passes, since httpcore times each read of a body with the read timeout it took
-when the body began, not with the time left.
+under ``asyncio.timeout_at`` (``in_time``, only when the call has a deadline); sync ones check it
+between events, and a ``Watchdog`` shuts the socket down when it passes, since httpcore times each
+read of a body with the read timeout it took when the body began, not with the time left.
 """
 
 from __future__ import annotations
