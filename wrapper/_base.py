@@ -296,13 +296,8 @@ class _ClientCore:
             )
         return connection_error(exc, request.as_httpx())
 
-    def _chunks_failed(
-        self, response: httpx.Response, exc: Exception, options: Options, attempts: _attempts.Attempts
-    ) -> Exception:
-        """The typed error for a failure while reading a stream's events (an idle stream's, or one
-        past the deadline, says so)."""
-        if isinstance(exc, DeadlinePassed):
-            return exc.error(response.request, attempts.retries + 1)
+    def _chunks_failed(self, response: httpx.Response, exc: Exception, options: Options) -> Exception:
+        """The typed error for a failure while reading a stream's events (an idle stream's says so)."""
         if isinstance(exc, httpx.ReadTimeout) and options.stream_idle_timeout is not None:
             return APITimeoutError(
                 f"the stream sent nothing for {options.stream_idle_timeout:g} s (stream_idle_timeout)",
@@ -418,13 +413,18 @@ class SyncClient(_ClientCore):
         with _telemetry.call(self, *call, stream=True) as span:
             attempts = _attempts.Attempts(options)
             with span.active():
-                response, first, chunks = _attempts.run(lambda: self._open(request, attempts), attempts)
+                try:
+                    response, first, chunks = _attempts.run(lambda: self._open(request, attempts), attempts)
+                except DeadlinePassed as exc:  # final: no attempt fits after it
+                    raise exc.error(request.as_httpx(), attempts.retries + 1) from exc.__cause__
             try:
                 yield response
                 yield span.chunk(first)
                 yield from map(span.chunk, chunks)
+            except DeadlinePassed as exc:
+                raise exc.error(response.request, attempts.retries + 1) from exc.__cause__
             except Exception as exc:
-                raise self._chunks_failed(response, exc, options, attempts) from exc
+                raise self._chunks_failed(response, exc, options) from exc
             finally:
                 chunks.close()
 
@@ -448,8 +448,10 @@ class SyncClient(_ClientCore):
         chunks = self._chunks(response, attempts)
         try:
             first = next(chunks)
+        except DeadlinePassed:  # not an APIError: the attempt loop lets it through
+            raise
         except Exception as exc:  # the generator closed the response
-            raise self._chunks_failed(response, exc, options, attempts) from exc
+            raise self._chunks_failed(response, exc, options) from exc
         return response, first, chunks
 
     def _chunks(self, response: httpx.Response, attempts: _attempts.Attempts) -> Generator[CompletionChunk]:
@@ -472,9 +474,9 @@ class SyncClient(_ClientCore):
                 if chunk is not None:
                     yield received.add(chunk)
             received.check_complete(response.request)
-        except httpx.TransportError as exc:
+        except httpx.TransportError:
             if deadline is not None and time.monotonic() >= deadline:  # the watchdog shut the socket
-                raise received.too_late(attempts.options.deadline) from exc
+                raise received.too_late(attempts.options.deadline) from None  # not the shutdown's error
             raise
         finally:
             watchdog.stop()
@@ -585,15 +587,20 @@ class AsyncClient(_ClientCore):
         with _telemetry.call(self, *call, stream=True) as span:
             attempts = _attempts.Attempts(options)
             with span.active():
-                opened = await _attempts.arun(lambda: self._open(request, attempts), attempts)
+                try:
+                    opened = await _attempts.arun(lambda: self._open(request, attempts), attempts)
+                except DeadlinePassed as exc:  # final: no attempt fits after it
+                    raise exc.error(request.as_httpx(), attempts.retries + 1) from exc.__cause__
             response, first, chunks = opened
             try:
                 yield response
                 yield span.chunk(first)
                 async for chunk in chunks:
                     yield span.chunk(chunk)
+            except DeadlinePassed as exc:
+                raise exc.error(response.request, attempts.retries + 1) from exc.__cause__
             except Exception as exc:
-                raise self._chunks_failed(response, exc, options, attempts) from exc
+                raise self._chunks_failed(response, exc, options) from exc
             finally:
                 await chunks.aclose()
 
@@ -618,8 +625,10 @@ class AsyncClient(_ClientCore):
         chunks = self._chunks(response, attempts)
         try:
             first = await anext(chunks)
+        except DeadlinePassed:  # not an APIError: the attempt loop lets it through
+            raise
         except Exception as exc:  # the generator closed the response
-            raise self._chunks_failed(response, exc, options, attempts) from exc
+            raise self._chunks_failed(response, exc, options) from exc
         return response, first, chunks
 
     async def _chunks(
