@@ -14,7 +14,6 @@ from helpers import (
     CLASSES,
     CREDENTIALS,
     ENV_VARS,
-    LANES,
     TEST_TIMEOUT,
     Handler,
     LocalServer,
@@ -43,26 +42,31 @@ def mode(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-@pytest.fixture(params=LANES)
+@pytest.fixture(params=["sync", "aiohttp", "httpx"])
 def lane(request: pytest.FixtureRequest) -> str:
-    """Run the test on each lane (``helpers.LANES``; build its client with ``helpers.lane_client``)."""
+    """Run the test with the sync client, and with the async client on each transport: aiohttp (its
+    default) and httpx (``http_client=``). ``make_client`` takes it as its ``mode``."""
     return str(request.param)
 
 
 @pytest.fixture
 async def make_client(sleeps: list[float], clean_env: None) -> AsyncIterator[Callable[..., Any]]:
     """``make_client(provider, mode, handler=..., **options)``: a client on a MockTransport (or, with
-    ``base_url`` and no handler, on its default transport), closed after the test."""
+    ``base_url`` and no handler, on its default transport), closed after the test. ``mode`` is
+    ``"sync"``, ``"async"``, or a ``lane``: ``"aiohttp"`` (async, its default transport) or ``"httpx"``
+    (async on an ``httpx.AsyncClient`` of its own)."""
     opened: list[Any] = []
 
     def make(provider: str, mode: str, handler: Handler | None = None, **options: Any) -> Any:
-        cls = CLASSES[provider][mode == "async"]
+        cls = CLASSES[provider][mode != "sync"]
+        if mode == "httpx" and handler is None:
+            options.setdefault("http_client", httpx.AsyncClient())
         if handler is not None:
             transport = httpx.MockTransport(handler)
             http = (
-                httpx.AsyncClient(transport=transport)
-                if mode == "async"
-                else httpx.Client(transport=transport)
+                httpx.Client(transport=transport)
+                if mode == "sync"
+                else httpx.AsyncClient(transport=transport)
             )
             options.setdefault("http_client", http)
             options.setdefault("base_url", "https://api.test/api")

@@ -7,7 +7,9 @@ import inspect
 import json
 import logging
 import re
+import select
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -357,18 +359,12 @@ def scale_body(text: str = "Paris", **extra: Any) -> dict[str, Any]:
     return {"completions": [["prompt", [text]]], "finish_reason": "stop", **extra}
 
 
+def sse_data(text: str, **extra: Any) -> str:
+    """A Scale stream event (``sse_reply``'s) carrying the chunk ``text``; ``extra`` adds fields."""
+    return "data: " + json.dumps({"completions": [["prompt", [text]]], **extra})
+
+
 GRADIENT_BODY = {"finishReason": "stop", "generatedOutput": "yes"}
-
-
-LANES = ["sync", "async", "async-httpx"]
-"""Sync; async on its default pool (aiohttp for complete and stream); async on a user's httpx client."""
-
-
-def lane_client(make_client: Any, provider: str, lane: str, base_url: str, **options: Any) -> Any:
-    """``make_client``'s client of ``provider`` on ``lane`` (one of ``LANES``) at ``base_url``."""
-    if lane == "async-httpx":
-        options.setdefault("http_client", httpx.AsyncClient())
-    return make_client(provider, "sync" if lane == "sync" else "async", base_url=base_url, **options)
 
 
 async def call(result: Any) -> Any:
@@ -381,6 +377,20 @@ async def collect(stream: Any) -> list[Any]:
     if hasattr(stream, "__aiter__"):
         return [item async for item in stream]
     return list(stream)
+
+
+async def drain(stream: Any, received: list[str]) -> None:
+    """Append each chunk's text to ``received`` as it arrives, until the stream ends or raises."""
+    if hasattr(stream, "__aiter__"):
+        async for chunk in stream:
+            received.append(chunk.text)
+    else:
+        received.extend(chunk.text for chunk in stream)
+
+
+async def final(stream: Any) -> Any:
+    """``stream.get_final_completion()`` of a sync or async stream."""
+    return await call(stream.get_final_completion())
 
 
 Handler = Callable[[httpx.Request], httpx.Response]
@@ -396,11 +406,13 @@ class LocalServer:
     ``disconnected`` is set when a client goes away in the middle of a ``hold`` stream.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.requests: list[tuple[str, str, dict[str, str], Any]] = []
         self.replies: list[Reply] = [json_reply(200, scale_body())]
         self.disconnected = threading.Event()
         self._server = _Server(("127.0.0.1", 0), _Handler)
+        if tls is not None:  # https://, with the certificate ``tls`` holds
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         self._server.daemon_threads = True
         self._server.owner = self  # type: ignore[attr-defined]
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05})
@@ -408,7 +420,8 @@ class LocalServer:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        scheme = "https" if isinstance(self._server.socket, ssl.SSLSocket) else "http"
+        return f"{scheme}://{host!s}:{port}"
 
     def script(self, *replies: Reply) -> None:
         self.replies = list(replies)
@@ -475,15 +488,16 @@ def reset_reply(handler: _Handler) -> None:
     handler.close_connection = True
 
 
-def sse_reply(events: list[str], then: str = "end") -> Reply:
+def sse_reply(events: list[str | bytes | float], then: str = "end") -> Reply:
     """Stream ``events`` (each ``"data: ..."`` or ``"event: ...\\ndata: ..."``) as server-sent events.
 
-    ``then``: ``"end"`` finishes the stream; ``"cut"`` drops the connection mid-body; ``"hold"`` keeps
-    sending comments until the client goes away (then sets ``server.disconnected``).
+    A ``bytes`` item is sent as it is (no blank line added), a ``float`` one is a pause of that many
+    seconds. ``then``: ``"end"`` finishes the stream; ``"cut"`` drops the connection mid-body;
+    ``"hold"`` keeps sending comments until the client goes away, ``"stall"`` sends nothing until then
+    (both then set ``server.disconnected``).
     """
 
-    def chunk(handler: _Handler, text: str) -> None:
-        data = text.encode()
+    def chunk(handler: _Handler, data: bytes) -> None:
         handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         handler.wfile.flush()
 
@@ -493,17 +507,25 @@ def sse_reply(events: list[str], then: str = "end") -> Reply:
         handler.send_header("transfer-encoding", "chunked")
         handler.end_headers()
         for event in events:
-            chunk(handler, event + "\n\n")
+            if isinstance(event, float):
+                time.sleep(event)
+            else:
+                chunk(handler, event if isinstance(event, bytes) else event.encode() + b"\n\n")
         if then == "end":
             handler.wfile.write(b"0\r\n\r\n")
         elif then == "cut":
             handler.connection.shutdown(socket.SHUT_RDWR)
             handler.close_connection = True
+        elif then == "stall":
+            # the client's close makes the socket readable (at its end); 10 s at most
+            if select.select([handler.connection], [], [], 10)[0]:
+                handler.server.owner.disconnected.set()  # type: ignore[attr-defined]
+            handler.close_connection = True
         else:
             deadline = time.monotonic() + 10
             try:
                 while time.monotonic() < deadline:
-                    chunk(handler, ": keep-alive\n\n")
+                    chunk(handler, b": keep-alive\n\n")
                     time.sleep(0.01)
             except OSError:
                 handler.server.owner.disconnected.set()  # type: ignore[attr-defined]

@@ -21,6 +21,7 @@ from helpers import (
     Held,
     LocalServer,
     call,
+    drain,
     json_reply,
     scale_body,
     sse_reply,
@@ -71,16 +72,8 @@ async def test_a_malformed_stream_event_fails_in_the_stream(
 
     received: list[str] = []
     with pytest.raises(APIResponseValidationError):
-        await _drain(make_client("scale", mode, handler).stream("m", "p"), received)
+        await drain(make_client("scale", mode, handler).stream("m", "p"), received)
     assert received == ["ok"]
-
-
-async def _drain(stream: Any, received: list[str]) -> None:
-    if hasattr(stream, "__aiter__"):
-        async for chunk in stream:
-            received.append(chunk.text)
-    else:
-        received.extend(chunk.text for chunk in stream)
 
 
 JSON = st.recursive(

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import GRADIENT_BODY, LocalServer, call, collect, json_reply, lane_client, scale_body, sse_reply
+from helpers import GRADIENT_BODY, LocalServer, call, collect, json_reply, scale_body, sse_reply
 
 from wrapper import Completion
 
@@ -21,7 +21,7 @@ async def test_complete_carries_the_request_id_and_headers(
     make_client: Any, server: LocalServer, lane: str
 ) -> None:
     server.script(json_reply(200, scale_body(), {"X-Request-Id": "req-123", "X-Multi": "a"}))
-    result = await call(lane_client(make_client, "scale", lane, server.url).complete("m", "p"))
+    result = await call(make_client("scale", lane, base_url=server.url).complete("m", "p"))
     assert result.request_id == "req-123"
     assert result.headers["x-request-id"] == result.headers["X-REQUEST-ID"] == "req-123"
     assert result.headers["content-type"] == "application/json"
@@ -44,7 +44,7 @@ async def test_repeated_headers_are_joined_as_httpx_does(
         handler.wfile.write(content)
 
     server.script(reply)
-    result = await call(lane_client(make_client, "gradient", lane, server.url + "/api").complete("m", "q"))
+    result = await call(make_client("gradient", lane, base_url=server.url + "/api").complete("m", "q"))
     assert result.headers["x-multi"] == "a, b"
     assert result.request_id is None
 
@@ -56,10 +56,10 @@ async def test_a_stream_carries_them_to_its_last_chunk(
         sse_reply(EVENTS),
         json_reply(200, GRADIENT_BODY, {"x-request-id": "req-g"}),
     )
-    chunks = await collect(lane_client(make_client, "scale", lane, server.url).stream("m", "p"))
+    chunks = await collect(make_client("scale", lane, base_url=server.url).stream("m", "p"))
     assert chunks[-1].finish_reason == "stop"
     assert chunks[-1].headers["content-type"] == "text/event-stream"
-    gradient = lane_client(make_client, "gradient", lane, server.url + "/api")
+    gradient = make_client("gradient", lane, base_url=server.url + "/api")
     (chunk,) = await collect(gradient.stream("m", "q"))
     assert (chunk.request_id, chunk.headers["X-Request-ID"]) == ("req-g", "req-g")
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import LocalServer, collect, json_reply, scale_body, sse_reply
+from helpers import LocalServer, collect, drain, json_reply, scale_body, sse_reply
 
 from wrapper import CompletionChunk
 from wrapper.errors import (
@@ -76,15 +76,6 @@ class Streamer:
         if self.before:
             return self.before.pop(0)
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=self.stream)
-
-
-async def drain(stream: Any, received: list[str]) -> None:
-    """Append each chunk's text to ``received`` as it arrives, until the stream ends or raises."""
-    if hasattr(stream, "__aiter__"):
-        async for chunk in stream:
-            received.append(chunk.text)
-    else:
-        received.extend(chunk.text for chunk in stream)
 
 
 async def first_then_close(stream: Any) -> CompletionChunk:

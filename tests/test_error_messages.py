@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import GRADIENT_TOKEN, SCALE_KEY, call, collect, lane_client
+from helpers import GRADIENT_TOKEN, SCALE_KEY, call, collect
 
 from wrapper._cli import main
 from wrapper.errors import (
@@ -53,7 +53,7 @@ async def test_a_404_names_the_url_requested_and_points_at_base_url(
     make_client: Any, sandbox: Sandbox, lane: str, provider: str
 ) -> None:
     wrong = wrong_base(sandbox, provider)
-    client = lane_client(make_client, provider, lane, wrong, max_retries=0)
+    client = make_client(provider, lane, base_url=wrong, max_retries=0)
     for attempt in (
         lambda: call(client.complete(MODELS[provider], "Alice")),
         lambda: collect(client.stream(MODELS[provider], "Alice")),
@@ -70,13 +70,13 @@ async def test_a_404_names_the_url_requested_and_points_at_base_url(
 async def test_other_status_errors_name_the_request_without_the_base_url_hint(
     make_client: Any, sandbox: Sandbox, lane: str
 ) -> None:
-    scale = lane_client(make_client, "scale", lane, sandbox.scale_base_url, max_retries=0)
+    scale = make_client("scale", lane, base_url=sandbox.scale_base_url, max_retries=0)
     with pytest.raises(UnprocessableEntityError) as too_long:  # prompt plus max_tokens over the context
         await call(scale.complete(MODELS["scale"], "Alice", max_tokens=100_000))
     assert f"(POST {sandbox.scale_base_url}{ENDPOINTS['scale']})" in str(too_long.value)
     assert "base_url" not in str(too_long.value)
 
-    gradient = lane_client(make_client, "gradient", lane, sandbox.gradient_base_url, max_retries=0)
+    gradient = make_client("gradient", lane, base_url=sandbox.gradient_base_url, max_retries=0)
     with pytest.raises(UnknownModelError) as unknown:  # its body names the model: no hint
         await call(gradient.complete("no-such-model", "Alice"))
     assert f"(POST {sandbox.gradient_base_url}/models/no-such-model/complete)" in str(unknown.value)
@@ -85,7 +85,7 @@ async def test_other_status_errors_name_the_request_without_the_base_url_hint(
 
 async def test_the_url_in_a_message_keeps_no_secret(make_client: Any, sandbox: Sandbox, lane: str) -> None:
     host = sandbox.scale_base_url.removeprefix("http://")
-    client = lane_client(make_client, "scale", lane, f"http://user:pw-SECRET-1@{host}/v4", max_retries=0)
+    client = make_client("scale", lane, base_url=f"http://user:pw-SECRET-1@{host}/v4", max_retries=0)
     with pytest.raises(NotFoundError) as caught:
         await call(client.complete(MODELS["scale"], "Alice", extra_query={"key": "q-SECRET-2", "page": 1}))
     message = str(caught.value)
@@ -137,7 +137,7 @@ async def test_a_lone_surrogate_is_a_value_error_naming_the_argument(
     params: Any,
     named: str,
 ) -> None:
-    client = lane_client(make_client, provider, lane, base_url(sandbox, provider))
+    client = make_client(provider, lane, base_url=base_url(sandbox, provider))
     for attempt in (
         lambda: call(client.complete(model, prompt, **params)),
         lambda: client.stream(model, prompt, **params),  # checked when the stream is made
@@ -194,7 +194,7 @@ def test_the_command_line_names_the_prompt(
 async def test_a_flagged_content_error_shows_its_samples(
     make_client: Any, sandbox: Sandbox, lane: str
 ) -> None:
-    client = lane_client(make_client, "gradient", lane, sandbox.gradient_base_url, max_retries=0)
+    client = make_client("gradient", lane, base_url=sandbox.gradient_base_url, max_retries=0)
     with pytest.raises(ContentFlaggedError) as caught:
         await call(client.complete(MODELS["gradient"], "contraband and MALWARE"))
     assert caught.value.samples == ["contraband", "MALWARE"]

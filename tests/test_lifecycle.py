@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import CLASSES, CREDENTIALS, call, collect, lane_client
+from helpers import CLASSES, CREDENTIALS, call, collect
 
 from wrapper import ClientClosedError, _attempts
 from wrapper.errors import APIError, InternalServerError
@@ -67,7 +67,7 @@ async def test_leaving_a_derived_clients_block_closes_it_alone(
 ) -> None:
     """A ``with_options`` copy shares its parent's pool and never closes it: closing the copy (or leaving
     its block) marks only the copy closed; the parent, and its other copies, go on until it is closed."""
-    parent = lane_client(make_client, provider, lane, base_url(sandbox, provider))
+    parent = make_client(provider, lane, base_url=base_url(sandbox, provider))
     sibling = parent.with_options(max_retries=0)
     derived = parent.with_options(timeout=30)
     await leave(derived, lane != "sync")

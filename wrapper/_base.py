@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import atexit
 import copy
+import functools
 import logging
+import math
 import os
 import threading
 import time
@@ -26,13 +28,14 @@ from collections.abc import (
     Generator,
     Mapping,
 )
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, TypeVar, Unpack, cast
 
 import httpx
 
 from generated.exceptions import APIStatusError, APITimeoutError, NotFoundError
 
-from . import _attempts, _telemetry
+from . import _attempts, _sse, _telemetry
 from ._checkout import CheckoutTransport
 from ._errors_map import Malformed, connection_error, invalid, is_transport_failure, requested
 from ._headers import ResponseHeaders
@@ -54,6 +57,7 @@ from ._raw import (
     WithStreamingResponse,
 )
 from ._redact import redacted_headers, redacted_url
+from ._stream_body import DeadlinePassed, Received, Watchdog, in_time
 from ._transport import (
     AsyncTransports,
     ClientClosedError,
@@ -464,50 +468,85 @@ class SyncClient(_ClientCore):
         yield raw.http_response
         yield whole(raw.parse())
 
-    def _open(self, request: Request, options: Options) -> httpx.Response:
-        """The stream's response, status checked, through the attempt loop (no retry after it opened)."""
-        attempts = _attempts.Attempts(options)
-
-        def attempt() -> httpx.Response:
-            sent = attempts.bounded(request)
-            started = time.perf_counter()
-            try:
-                response = self._transport.stream(sent, options.stream_idle_timeout)
-                if not 200 <= response.status_code < 300:
-                    try:
-                        response.read()
-                    finally:
-                        response.close()
-            except Exception as exc:
-                raise self._failed(sent, started, exc) from exc
-            return self._stream_opened(response, sent, started)
-
-        return _attempts.run(attempt, attempts)
-
     def _sse(
         self, request: Request, options: Options, call: Called
     ) -> Generator[httpx.Response | CompletionChunk, None, None]:
-        """The stream's response, then its chunks; closing the generator closes the connection."""
-        from httpx_sse import EventSource
+        """The stream's response, then its chunks; closing the generator closes the connection.
 
+        Everything up to the first chunk is one attempt, retried as any failed request is (nothing
+        reached the caller yet); after it, never.
+        """
         with _telemetry.call(self, *call, stream=True) as span:
+            attempts = _attempts.Attempts(options)
             with span.active():
-                response = self._open(request, options)
+                try:
+                    response, first, chunks = _attempts.run(lambda: self._open(request, attempts), attempts)
+                except DeadlinePassed as exc:  # final: no attempt fits after it
+                    raise exc.error(request.as_httpx(), attempts.retries + 1) from exc.__cause__
             try:
                 yield response
-                if not _is_event_stream(response):
-                    response.read()
-                    raise invalid(response, "is not an event stream")
-                headers = ResponseHeaders(response.headers.raw)
-                read = cast(StreamingWire, self._wire).chunk
-                for event in EventSource(response).iter_sse():
-                    chunk = read(event, response, headers)
-                    if chunk is not None:
-                        yield span.chunk(chunk)
+                yield span.chunk(first)
+                yield from map(span.chunk, chunks)
+            except DeadlinePassed as exc:
+                raise exc.error(response.request, attempts.retries + 1) from exc.__cause__
             except Exception as exc:
                 raise self._chunks_failed(response, exc, options) from exc
             finally:
-                response.close()
+                chunks.close()
+
+    def _open(
+        self, request: Request, attempts: _attempts.Attempts
+    ) -> tuple[httpx.Response, CompletionChunk, Generator[CompletionChunk]]:
+        """One attempt: the stream's response, status checked, its first chunk and the others to come."""
+        options = attempts.options
+        sent = attempts.bounded(request)
+        started = time.perf_counter()
+        try:
+            response = self._transport.stream(sent, options.stream_idle_timeout)
+            if not 200 <= response.status_code < 300:
+                try:
+                    response.read()
+                finally:
+                    response.close()
+        except Exception as exc:
+            raise self._failed(sent, started, exc) from exc
+        self._stream_opened(response, sent, started)
+        chunks = self._chunks(response, attempts)
+        try:
+            first = next(chunks)
+        except DeadlinePassed:  # not an APIError: the attempt loop lets it through
+            raise
+        except Exception as exc:  # the generator closed the response
+            raise self._chunks_failed(response, exc, options) from exc
+        return response, first, chunks
+
+    def _chunks(self, response: httpx.Response, attempts: _attempts.Attempts) -> Generator[CompletionChunk]:
+        """The chunks of a stream's body, until it ends complete (else ``IncompleteStreamError``) or
+        the deadline passes (``DeadlinePassed``); closes the response."""
+        received = Received()
+        left = attempts.left()
+        deadline = None if left == math.inf else time.monotonic() + left
+        watchdog = Watchdog(response, left)
+        try:
+            if not _is_event_stream(response):
+                response.read()
+                raise invalid(response, "is not an event stream")
+            headers = ResponseHeaders(response.headers.raw)
+            read = cast(StreamingWire, self._wire).chunk
+            for event in _sse.events(response):
+                if deadline is not None and time.monotonic() >= deadline:  # also where no watchdog runs
+                    raise received.too_late(attempts.options.deadline)
+                chunk = read(event, response, headers)
+                if chunk is not None:
+                    yield received.add(chunk)
+            received.check_complete(response.request)
+        except httpx.TransportError:
+            if deadline is not None and time.monotonic() >= deadline:  # the watchdog shut the socket
+                raise received.too_late(attempts.options.deadline) from None  # not the shutdown's error
+            raise
+        finally:
+            watchdog.stop()
+            response.close()
 
 
 class AsyncClient(_ClientCore):
@@ -605,51 +644,91 @@ class AsyncClient(_ClientCore):
         yield raw.http_response
         yield whole(raw.parse())
 
-    async def _open(self, request: Request, options: Options) -> httpx.Response:
-        """The stream's response, status checked, through the attempt loop (no retry after it opened)."""
-        attempts = _attempts.Attempts(options)
-
-        async def attempt() -> httpx.Response:
-            sent = attempts.bounded(request)
-            transport = self._transports.ready() or await self._transports.pick()
-            started = time.perf_counter()
-            try:
-                response = await transport.stream(sent, options.stream_idle_timeout)
-                if not 200 <= response.status_code < 300:
-                    try:
-                        await response.aread()
-                    finally:
-                        await response.aclose()
-            except Exception as exc:
-                raise self._failed(sent, started, exc) from exc
-            return self._stream_opened(response, sent, started)
-
-        return await _attempts.arun(attempt, attempts)
-
     async def _sse(
         self, request: Request, options: Options, call: Called
     ) -> AsyncGenerator[httpx.Response | CompletionChunk, None]:
-        """The stream's response, then its chunks; ``aclose()`` closes the connection."""
-        from httpx_sse import EventSource
+        """The stream's response, then its chunks; ``aclose()`` closes the connection.
 
+        Everything up to the first chunk is one attempt, retried as any failed request is (nothing
+        reached the caller yet); after it, never.
+        """
         with _telemetry.call(self, *call, stream=True) as span:
+            attempts = _attempts.Attempts(options)
             with span.active():
-                response = await self._open(request, options)
+                try:
+                    opened = await _attempts.arun(lambda: self._open(request, attempts), attempts)
+                except DeadlinePassed as exc:  # final: no attempt fits after it
+                    raise exc.error(request.as_httpx(), attempts.retries + 1) from exc.__cause__
+            response, first, chunks = opened
             try:
                 yield response
-                if not _is_event_stream(response):
-                    await response.aread()
-                    raise invalid(response, "is not an event stream")
-                headers = ResponseHeaders(response.headers.raw)
-                read = cast(StreamingWire, self._wire).chunk
-                async for event in EventSource(response).aiter_sse():
-                    chunk = read(event, response, headers)
-                    if chunk is not None:
-                        yield span.chunk(chunk)
+                yield span.chunk(first)
+                async for chunk in chunks:
+                    yield span.chunk(chunk)
+            except DeadlinePassed as exc:
+                raise exc.error(response.request, attempts.retries + 1) from exc.__cause__
             except Exception as exc:
                 raise self._chunks_failed(response, exc, options) from exc
             finally:
-                await response.aclose()
+                await chunks.aclose()
+
+    async def _open(
+        self, request: Request, attempts: _attempts.Attempts
+    ) -> tuple[httpx.Response, CompletionChunk, AsyncGenerator[CompletionChunk]]:
+        """One attempt: the stream's response, status checked, its first chunk and the others to come."""
+        options = attempts.options
+        sent = attempts.bounded(request)
+        transport = self._transports.ready() or await self._transports.pick()
+        started = time.perf_counter()
+        try:
+            response = await transport.stream(sent, options.stream_idle_timeout)
+            if not 200 <= response.status_code < 300:
+                try:
+                    await response.aread()
+                finally:
+                    await response.aclose()
+        except Exception as exc:
+            raise self._failed(sent, started, exc) from exc
+        self._stream_opened(response, sent, started)
+        chunks = self._chunks(response, attempts)
+        try:
+            first = await anext(chunks)
+        except DeadlinePassed:  # not an APIError: the attempt loop lets it through
+            raise
+        except Exception as exc:  # the generator closed the response
+            raise self._chunks_failed(response, exc, options) from exc
+        return response, first, chunks
+
+    async def _chunks(
+        self, response: httpx.Response, attempts: _attempts.Attempts
+    ) -> AsyncGenerator[CompletionChunk]:
+        """The chunks of a stream's body, until it ends complete (else ``IncompleteStreamError``) or
+        the deadline passes (``DeadlinePassed``); closes the response."""
+        import asyncio  # not at module level: `import wrapper.scale` stays light
+
+        received = Received()
+        left = attempts.left()
+        loop = asyncio.get_running_loop()
+        deadline = None if left == math.inf else loop.time() + left
+        try:
+            if not _is_event_stream(response):
+                await response.aread()
+                raise invalid(response, "is not an event stream")
+            headers = ResponseHeaders(response.headers.raw)
+            read = cast(StreamingWire, self._wire).chunk
+            async with aclosing(_sse.aevents(response)) as events:
+                late = functools.partial(received.too_late, attempts.options.deadline)
+                async for event in in_time(events, deadline, late):
+                    chunk = read(event, response, headers)
+                    if chunk is not None:
+                        yield received.add(chunk)
+            received.check_complete(response.request)
+        except httpx.TransportError as exc:
+            if deadline is not None and loop.time() >= deadline:  # a read timed out at it
+                raise received.too_late(attempts.options.deadline) from exc
+            raise
+        finally:
+            await response.aclose()
 
 
 C = TypeVar("C", bound=SyncClient)

@@ -2,8 +2,9 @@
 
 Each is an iterator (async iterator) of ``CompletionChunk`` and a context manager that closes the
 connection when left. It wraps a generator whose first item is the HTTP response, once the stream
-has begun (``open()``), and whose other items are the chunks. ``text_stream`` gives the text deltas
-alone; ``get_final_completion()`` reads what is left and returns the whole ``Completion``: the text
+has begun (``open()``: when its first chunk has come, since the request is retried until then), and
+whose other items are the chunks. ``text_stream`` gives the text deltas alone, never an empty one;
+``get_final_completion()`` reads what is left and returns the whole ``Completion``: the text
 joined, the finish reason and counts of the last chunk (which carries them).
 """
 
@@ -45,7 +46,8 @@ class CompletionStream(Iterator[CompletionChunk]):
         self._response: httpx.Response | None = None
 
     def open(self) -> httpx.Response:
-        """Send the request (if not yet): the stream's HTTP response, its status checked."""
+        """Send the request (if not yet): the stream's HTTP response, status checked, once its first
+        chunk has come (until then, a failed request is retried)."""
         if self._response is None:
             first: httpx.Response = next(self._items)  # the generator's first item
             self._response = first
@@ -65,8 +67,8 @@ class CompletionStream(Iterator[CompletionChunk]):
 
     @property
     def text_stream(self) -> Iterator[str]:
-        """The text deltas alone, as they come."""
-        return (chunk.text for chunk in self)
+        """The text deltas alone, as they come; never an empty one (the last chunk often has no text)."""
+        return (chunk.text for chunk in self if chunk.text)
 
     def get_final_completion(self) -> Completion:
         """Read the rest of the stream; the whole completion (text joined, finish reason, counts)."""
@@ -97,7 +99,8 @@ class AsyncCompletionStream(AsyncIterator[CompletionChunk]):
         self._response: httpx.Response | None = None
 
     async def open(self) -> httpx.Response:
-        """Send the request (if not yet): the stream's HTTP response, its status checked."""
+        """Send the request (if not yet): the stream's HTTP response, status checked, once its first
+        chunk has come (until then, a failed request is retried)."""
         if self._response is None:
             first: httpx.Response = await anext(self._items)  # the generator's first item
             self._response = first
@@ -117,8 +120,8 @@ class AsyncCompletionStream(AsyncIterator[CompletionChunk]):
 
     @property
     def text_stream(self) -> AsyncIterator[str]:
-        """The text deltas alone, as they come."""
-        return (chunk.text async for chunk in self)
+        """The text deltas alone, as they come; never an empty one (the last chunk often has no text)."""
+        return (chunk.text async for chunk in self if chunk.text)
 
     async def get_final_completion(self) -> Completion:
         """Read the rest of the stream; the whole completion (text joined, finish reason, counts)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextvars
 import warnings
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping
 from contextlib import aclosing, closing
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -199,7 +199,7 @@ class _CompletionsLLM(BaseLLM):
         **kwargs: Any,
     ) -> LLMResult:
         if self.streaming and len(prompts) == 1:
-            return self._result([_joined(self._stream(prompts[0], stop, run_manager, **kwargs))])
+            return self._result([_joined(self._chunks(prompts[0], stop, run_manager, **kwargs))])
         params = self._params(stop, kwargs)
         if len(prompts) == 1 and not self._paced():
             return self._result([_generation(self._client.complete(self._model_name, prompts[0], **params))])
@@ -216,7 +216,7 @@ class _CompletionsLLM(BaseLLM):
     ) -> LLMResult:
         if self.streaming and len(prompts) == 1:
             chunk: GenerationChunk | None = None
-            async for piece in self._astream(prompts[0], stop, run_manager, **kwargs):
+            async for piece in self._achunks(prompts[0], stop, run_manager, **kwargs):
                 chunk = piece if chunk is None else chunk + piece
             return self._result([_as_generation(chunk)])
         params = self._params(stop, kwargs)
@@ -234,12 +234,11 @@ class _CompletionsLLM(BaseLLM):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[GenerationChunk]:
-        with closing(self._client.stream(self._model_name, prompt, **self._params(stop, kwargs))) as chunks:
-            for piece in chunks:
-                chunk = _chunk(piece)
-                if run_manager is not None:
-                    run_manager.on_llm_new_token(chunk.text, chunk=chunk)
-                yield chunk
+        """The chunks with text (``stream`` yields their texts: the last chunk often has none)."""
+        with closing(self._chunks(prompt, stop, run_manager, **kwargs)) as chunks:
+            for chunk in chunks:
+                if chunk.text:
+                    yield chunk
 
     async def _astream(
         self,
@@ -248,11 +247,41 @@ class _CompletionsLLM(BaseLLM):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[GenerationChunk]:
+        """The async ``_stream``."""
+        async with aclosing(self._achunks(prompt, stop, run_manager, **kwargs)) as chunks:
+            async for chunk in chunks:
+                if chunk.text:
+                    yield chunk
+
+    def _chunks(
+        self,
+        prompt: str,
+        stop: list[str] | None,
+        run_manager: CallbackManagerForLLMRun | None,
+        **kwargs: Any,
+    ) -> Generator[GenerationChunk]:
+        """Every chunk of a stream (the last, maybe without text, has the finish reason and counts);
+        the callbacks get each one's text, when it has some."""
+        with closing(self._client.stream(self._model_name, prompt, **self._params(stop, kwargs))) as chunks:
+            for piece in chunks:
+                chunk = _chunk(piece)
+                if run_manager is not None and chunk.text:
+                    run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+                yield chunk
+
+    async def _achunks(
+        self,
+        prompt: str,
+        stop: list[str] | None,
+        run_manager: AsyncCallbackManagerForLLMRun | None,
+        **kwargs: Any,
+    ) -> AsyncGenerator[GenerationChunk]:
+        """The async ``_chunks``."""
         stream = self._async_client.stream(self._model_name, prompt, **self._params(stop, kwargs))
         async with aclosing(stream) as chunks:
             async for piece in chunks:
                 chunk = _chunk(piece)
-                if run_manager is not None:
+                if run_manager is not None and chunk.text:
                     await run_manager.on_llm_new_token(chunk.text, chunk=chunk)
                 yield chunk
 

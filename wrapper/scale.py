@@ -134,9 +134,10 @@ class Scale(SyncClient):
     def stream(self, model: str, prompt: str, **params: Unpack[ScaleCall]) -> CompletionStream:
         """The completion as it is generated: text deltas, the last chunk with finish reason and counts.
 
-        Arguments are checked now, the request is sent on the first ``next()``. Breaking out of the
-        loop or ``close()`` closes the connection; a connection that breaks mid-stream raises
-        ``APIConnectionError`` (never retried once a chunk has been yielded).
+        Arguments are checked now, the request is sent on the first ``next()`` and retried until its
+        first chunk arrives, never after. Breaking out of the loop or ``close()`` closes the
+        connection; a connection that breaks mid-stream raises ``APIConnectionError``, a body that
+        ends before its final chunk ``IncompleteStreamError`` (with the text received).
         """
         return self._stream(model, prompt, params)
 

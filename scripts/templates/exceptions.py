@@ -4,10 +4,11 @@ Hand-written: ``make regen`` copies this template from ``scripts/templates/excep
 ``generated/exceptions.py``, where the per-``type`` ``GradientError`` subclasses generated from
 the spec (``generated/gradient/exceptions.py``) subclass its bases. ``wrapper.errors`` is the
 public namespace for both. ``APIError`` is the root. A request that never got a complete answer
-raises ``APIConnectionError`` (``APITimeoutError`` when it ran out of time); an answer with an
-error status raises the ``APIStatusError`` subclass for its status, or for Gradient's typed 4XX
-bodies the ``GradientError`` subclass named after the body's ``type``; a success whose body is
-not what the spec promises raises ``APIResponseValidationError``. Messages never contain the
+raises ``APIConnectionError`` (``APITimeoutError`` when it ran out of time, ``IncompleteStreamError``
+when a stream's body ended before its final chunk); an answer with an error status raises the
+``APIStatusError`` subclass for its status, or for Gradient's typed 4XX bodies the
+``GradientError`` subclass named after the body's ``type``; a success whose body is not what the
+spec promises raises ``APIResponseValidationError``. Messages never contain the
 credentials the request carried (``scrub``).
 """
 
@@ -35,6 +36,7 @@ __all__ = [
     "ConflictError",
     "ContentFlaggedError",
     "GradientError",
+    "IncompleteStreamError",
     "InternalServerError",
     "NotFoundError",
     "PayloadValidationError",
@@ -69,7 +71,11 @@ def scrub(text: str, headers: Mapping[str, str]) -> str:
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds from ``retry-after-ms``, or ``Retry-After`` in seconds or as an HTTP date; None if neither."""
+    """Seconds from ``retry-after-ms``, or ``Retry-After`` in seconds or as an HTTP date; None if neither.
+
+    A value that cannot be read, or is out of range (negative, not finite, a date or zone offset
+    no clock can hold), counts as not given: the caller's backoff applies.
+    """
     value = headers.get("retry-after-ms")
     if value is not None:
         seconds = _seconds(value)
@@ -83,11 +89,11 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
         return seconds
     try:
         when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
+        if when.tzinfo is None:  # "-0000": UTC with no claim about the local zone
+            when = when.replace(tzinfo=UTC)
+        return max(when.timestamp() - time.time(), 0.0)
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    if when.tzinfo is None:  # "-0000": UTC with no claim about the local zone
-        when = when.replace(tzinfo=UTC)
-    return max(when.timestamp() - time.time(), 0.0)
 
 
 def _seconds(value: str) -> float | None:
@@ -127,6 +133,14 @@ class APIConnectionError(APIError):
 
 class APITimeoutError(APIConnectionError):
     """The request ran out of time (the client's ``timeout``) before the response was complete."""
+
+
+class IncompleteStreamError(APIConnectionError):
+    """A stream ended before its final chunk (none carried a finish reason); ``.text`` is what came."""
+
+    def __init__(self, message: str, *, request: httpx.Request, text: str) -> None:
+        super().__init__(message, request=request)
+        self.text = text
 
 
 class APIResponseValidationError(APIError):

@@ -24,6 +24,7 @@ from wrapper.errors import (
     APIStatusError,
     ContentFlaggedError,
     GradientError,
+    IncompleteStreamError,
     InternalServerError,
     UnprocessableEntityError,
 )
@@ -237,13 +238,26 @@ def _event(data: str, name: str | None = None) -> bytes:
 
 @fuzz
 @given(
-    chunks=st.lists(SCALE_SUCCESS.filter(lambda b: b["completions"] and b["completions"][0][1]), max_size=6)
+    chunks=st.lists(SCALE_SUCCESS.filter(lambda b: b["completions"] and b["completions"][0][1]), max_size=6),
+    finished=st.booleans(),
 )
-def test_scale_valid_stream_yields_its_chunks(chunks: list[dict[str, Any]]) -> None:
+def test_scale_valid_stream_yields_its_chunks(chunks: list[dict[str, Any]], finished: bool) -> None:
+    """Complete once a chunk carries the finish reason; a body that ends before one did raises
+    ``IncompleteStreamError`` after its chunks, with their text."""
+    if finished and chunks:
+        chunks[-1] = {**chunks[-1], "finish_reason": "stop"}
     served = Served(200, [_event(json.dumps(c)) for c in chunks], {"content-type": "text/event-stream"})
     kind, result = outcome("scale", "stream", served)
-    assert kind == "ok", result
-    assert [c.text for c in result] == [c["completions"][0][1][0] for c in chunks]
+    texts = [c["completions"][0][1][0] for c in chunks]
+    if any(c.get("finish_reason") is not None for c in chunks):
+        assert kind == "ok", result
+        assert [c.text for c in result] == texts
+    else:
+        assert kind == "error"
+        error, received = result
+        assert isinstance(error, IncompleteStreamError)
+        assert [c.text for c in received] == texts
+        assert error.text == "".join(texts)
 
 
 SSE_NOISE = st.sampled_from(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import fields
 from typing import Any
 
 import httpx
@@ -22,20 +23,13 @@ from ._schemas import JSON_VALUES, fuzz_settings
 
 EXAMPLES = 100
 fuzz = fuzz_settings(EXAMPLES)
-KEYS = [
-    "status",
-    "retry_after",
-    "retry_after_ms",
-    "cut",
-    "reset",
-    "malformed",
-    "count",
-    "rate",
-    "api",
-    "model",
-]
+KEYS = sorted({f.name for f in fields(Fault)} - {"delay"} | {"count", "rate", "api", "model"})
+"""Every option (``delay`` is drawn on its own: a long one only times the client out)."""
 VALUES = (
-    JSON_VALUES | st.integers(-2, 600) | st.floats(-1, 2) | st.sampled_from(["json", "shape", "scale", "503"])
+    JSON_VALUES
+    | st.integers(-2, 600)
+    | st.floats(-1, 2)
+    | st.sampled_from(["json", "shape", "scale", "503", "ping", "error", "a b"])
 )
 OPTIONS = st.dictionaries(st.sampled_from(KEYS), VALUES, max_size=4) | st.builds(
     lambda options, delay: {**options, "delay": delay},
@@ -47,7 +41,10 @@ MEANINGFUL = st.sampled_from(["429", "503", "204", "200", "json", "shape", "0", 
 HEADER = st.lists(
     st.builds("{}={}".format, st.sampled_from([*KEYS, "retry-after", ""]), PRINTABLE | MEANINGFUL)
     | st.sampled_from(
-        ["reset", "", "=", "status", "status=429", "status=503", "malformed=json", "malformed=shape"]
+        [
+            *["reset", "", "=", "status", "status=429", "status=503", "malformed=json", "malformed=shape"],
+            *["bom", "done", "unterminated", "stall=1", "end=0", "event=ping", "keepalive=0.01"],
+        ]
     ),
     max_size=4,
 ).map(";".join)

@@ -26,9 +26,11 @@ provides ``sandbox`` and client fixtures.
 Faults (``Sandbox.inject``, ``POST /_sandbox/faults``, ``--fault``, or one request's ``x-sandbox-fault``
 header): ``status=429;retry-after=1``, ``retry-after-ms=250``, ``delay=2``, ``pace=0.1`` (between stream
 chunks), ``cut=3`` (abort a stream after 3 chunks; a plain request is reset), ``reset``,
-``malformed=json|shape``; selected by ``count=N`` (default 1), ``rate=0.2`` (seeded),
-``api=gradient|scale``, ``model=ID``. Queued rules compose: each one matching a request fires on it (the
-first queued wins a key two of them set).
+``malformed=json|shape``, and what a stream's body may do: ``stall=2`` (nothing after 2 chunks),
+``keepalive=0.5`` (comments while waiting), ``end=2`` (ends without its final chunk), ``event=ping``,
+``bom``, ``done`` (``data: [DONE]``), ``unterminated``; selected by ``count=N`` (default 1),
+``rate=0.2`` (seeded), ``api=gradient|scale``, ``model=ID``. Queued rules compose: each one matching a
+request fires on it (the first queued wins a key two of them set).
 Credentials: any is accepted but ``invalid`` (401), unless ``Sandbox(api_key=..., access_token=...)``
 (``--api-key``, ``--access-token``) names the only one each API takes. ``Sandbox(any_model=True)``
 (``--any-model``) serves an unknown model id with its API's first model instead of a 404.
@@ -284,8 +286,9 @@ class Sandbox:
     def inject(self, spec: str | None = None, /, **options: Any) -> None:
         """Queue a fault: ``"status=429;retry-after=1;count=2"`` or keywords (``status=429, retry_after=1``).
 
-        Keys: status, retry_after, retry_after_ms, delay, cut, reset, malformed ("json"|"shape"), count
-        (default 1), rate, api ("gradient"|"scale"), model. See ``HELP``.
+        Keys: status, retry_after, retry_after_ms, delay, pace, cut, reset, malformed ("json"|"shape"),
+        a stream's stall, keepalive, end, event, bom, done and unterminated, count (default 1), rate,
+        api ("gradient"|"scale"), model. See ``HELP``.
         """
         self.app.faults.add(parse_rule(spec) if spec is not None else make_rule(**options))
 

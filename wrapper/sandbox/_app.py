@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import math
 import random
 import threading
@@ -329,25 +330,67 @@ class SandboxApp:
     async def _stream(
         self, request: Request, events: AsyncGenerator[str, None], fault: Fault | None
     ) -> AsyncIterator[str]:
-        """A handler's stream of server-sent events, with its fault: ``pace`` seconds between events, cut
-        (the connection aborted) after ``cut`` of them, or one malformed event instead."""
+        """A handler's stream of server-sent events, with its fault: one malformed event instead, or the
+        events with ``pace`` seconds between them, cut (the connection aborted) after ``cut`` of them,
+        stalled after ``stall``, ended after ``end`` (never with the final one), and the framing the
+        fault asks for (a BOM, a named event before each, ``[DONE]``, no blank line at the end)."""
         if fault and fault.malformed:
             yield "data: {not json\n\n" if fault.malformed == "json" else 'data: {"unexpected": true}\n\n'
             return
-        pace = fault.pace if fault else 0.0
-        cut = fault.cut if fault else None
-        async with aclosing(events):
+        fault = fault or Fault()
+        bom = "\ufeff" if fault.bom else ""  # before the body's first piece, whatever it is
+        async with aclosing(_with_last(events)) as numbered:
             sent = 0
-            async for event in events:
-                if sent == cut:
+            async for event, last in numbered:
+                if sent == fault.cut or sent == fault.end or (last and fault.end is not None):
                     break
-                if sent:
-                    await asyncio.sleep(pace)  # yields to the loop, as a model generating tokens would
-                yield event
+                waits = [_wait(math.inf, fault.keepalive)] if sent == fault.stall else []
+                if sent:  # yields to the loop, as a model generating tokens would
+                    waits.append(_wait(fault.pace, fault.keepalive))
+                for wait in waits:
+                    async for comment in wait:
+                        yield bom + comment
+                        bom = ""
+                if fault.event:
+                    yield f"{bom}event: {fault.event}\ndata: {json.dumps({'type': fault.event})}\n\n"
+                    bom = ""
+                ending = last and fault.unterminated and not fault.done
+                yield bom + (event.removesuffix("\n\n") if ending else event)
+                bom = ""
                 sent += 1
-        if cut is not None:
+            else:
+                if fault.done:
+                    yield bom + "data: [DONE]" + ("" if fault.unterminated else "\n\n")
+        if fault.cut is not None:
             await asyncio.sleep(0)  # let the events reach the socket before the connection goes
             await self._abort(request)
+
+
+async def _with_last(events: AsyncGenerator[str, None]) -> AsyncGenerator[tuple[str, bool], None]:
+    """Each of ``events`` and whether it is the last one."""
+    async with aclosing(events):
+        previous: str | None = None
+        async for event in events:
+            if previous is not None:
+                yield previous, False
+            previous = event
+        if previous is not None:
+            yield previous, True
+
+
+async def _wait(seconds: float, keepalive: float | None) -> AsyncIterator[str]:
+    """Wait ``seconds`` (``inf``: until the client leaves), with a keep-alive comment every
+    ``keepalive`` seconds of it."""
+    if keepalive is None:
+        if seconds == math.inf:
+            await asyncio.Event().wait()  # the server cancels it when the client leaves
+        await asyncio.sleep(seconds)
+        return
+    while seconds > keepalive:
+        await asyncio.sleep(keepalive)
+        seconds -= keepalive
+        yield ": keep-alive\n\n"
+    await asyncio.sleep(seconds)
 
 
 async def _client_gone(request: Request, exc: Exception) -> Response:

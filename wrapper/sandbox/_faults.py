@@ -14,6 +14,16 @@ keyword arguments (``Sandbox.inject``, ``POST /_sandbox/faults`` JSON). Keys:
   sandbox's seeded generator; with ``rate`` and no ``count`` the rule never runs out),
   ``api=gradient|scale`` and ``model=ID`` select the requests a rule applies to.
 
+What a stream's body may do (a request that does not stream ignores these):
+
+- ``stall=K``: after K chunks, send nothing more, holding the connection until the client leaves.
+- ``keepalive=D``: while waiting (``pace``, ``stall``), send a ``: keep-alive`` comment every D seconds.
+- ``end=K``: end the body cleanly after at most K chunks, without its final chunk.
+- ``event=NAME``: send an event named NAME, which is not a chunk, before each chunk (e.g. ``ping``).
+- ``bom``: begin the body with a UTF-8 byte order mark.
+- ``done``: send ``data: [DONE]`` after the final chunk, as OpenAI-style gateways do.
+- ``unterminated``: leave the final chunk (or the ``[DONE]`` after it) without its closing blank line.
+
 Queued rules compose: every rule that matches a request (and wins its draw) fires on it and uses one
 of its ``count``, so ``delay=1`` and ``status=503`` queued together give a slow 503. Where two of them
 set the same key, the rule queued first gives its value (a status and its ``retry-after`` and
@@ -25,11 +35,15 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import threading
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 from .. import _api
+
+_EVENT_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+_NOT_OTHER = ("message", "error")  # a chunk's event and an error's: not what ``event=`` is for
 
 
 @dataclass(frozen=True)
@@ -44,12 +58,29 @@ class Fault:
     cut: int | None = None
     reset: bool = False
     malformed: Literal["json", "shape"] | None = None
+    stall: int | None = None
+    keepalive: float | None = None
+    end: int | None = None
+    event: str | None = None
+    bom: bool = False
+    done: bool = False
+    unterminated: bool = False
 
     def __post_init__(self) -> None:
         if self.malformed not in (None, "json", "shape"):
             raise ValueError(f"malformed must be 'json' or 'shape', not {self.malformed!r}")
         if self.status is not None and not 100 <= self.status <= 599:
             raise ValueError(f"status must be an HTTP status code, not {self.status}")
+        for name in ("stall", "end"):
+            if (count := getattr(self, name)) is not None and count < 0:
+                raise ValueError(f"{name} must be a number of chunks >= 0, not {count}")
+        if self.keepalive is not None and not self.keepalive > 0:
+            raise ValueError(f"keepalive must be a number of seconds > 0, not {self.keepalive}")
+        if self.event is not None and (not _EVENT_NAME.fullmatch(self.event) or self.event in _NOT_OTHER):
+            raise ValueError(
+                f"event must be a name of letters, digits, '-', '_' or '.' other than "
+                f"{' and '.join(map(repr, _NOT_OTHER))}, not {self.event!r}"
+            )
 
     def headers(self) -> dict[str, str]:
         """The Retry-After headers this fault's status answer carries."""
@@ -80,9 +111,10 @@ class Rule:
 
 _FAULT_KEYS = {f.name for f in fields(Fault)}
 _RULE_KEYS = {"count", "rate", "api", "model"}
-_INT_KEYS = {"status", "retry_after_ms", "cut", "count"}
-_FLOAT_KEYS = {"retry_after", "delay", "pace", "rate"}
-_NULLABLE_KEYS = {"status", "retry_after", "retry_after_ms", "cut", "malformed", "count", "api", "model"}
+_INT_KEYS = {"status", "retry_after_ms", "cut", "count", "stall", "end"}
+_FLOAT_KEYS = {"retry_after", "delay", "pace", "rate", "keepalive"}
+_BOOL_KEYS = {"reset", "bom", "done", "unterminated"}
+_NULLABLE_KEYS = {f.name for f in fields(Fault) if f.default is None} | {"count", "api", "model"}
 
 
 def _checked(key: str, value: Any) -> Any:
@@ -94,7 +126,7 @@ def _checked(key: str, value: Any) -> Any:
     elif key in _FLOAT_KEYS:
         ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
     else:
-        ok = isinstance(value, bool) if key == "reset" else isinstance(value, str)
+        ok = isinstance(value, bool) if key in _BOOL_KEYS else isinstance(value, str)
     if not ok:
         raise ValueError(f"fault option {key} cannot be {value!r}")
     return value
@@ -119,7 +151,7 @@ def parse_rule(spec: str) -> Rule:
     for item in filter(None, (part.strip() for part in spec.split(";"))):
         key, sep, value = item.partition("=")
         key = key.strip().replace("-", "_")
-        if not sep or key == "reset":
+        if not sep or key in _BOOL_KEYS:
             options[key] = value.strip().lower() not in ("0", "false", "no")
         elif key in _INT_KEYS:
             options[key] = int(value)
