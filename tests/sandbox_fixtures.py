@@ -42,11 +42,14 @@ _VALIDATORS = {
 
 
 def sse_events(body: bytes) -> list[tuple[str | None, str]]:
-    """The complete ``(event name, data)`` events of a server-sent-events body."""
+    """The complete ``(event name, data)`` events of a server-sent-events body (a leading BOM, comment
+    lines and events without data, such as keep-alives, left out, as a client leaves them out)."""
     events = []
-    for block in body.decode().split("\n\n")[:-1]:  # the last piece is empty, or a cut-off event
-        fields = dict(line.split(": ", 1) for line in block.splitlines())
-        events.append((fields.get("event"), fields["data"]))
+    for block in body.decode().removeprefix("\ufeff").split("\n\n")[:-1]:  # the last: empty, or cut off
+        lines = [line for line in block.splitlines() if not line.startswith(":")]
+        fields = dict(line.split(": ", 1) for line in lines)
+        if "data" in fields:
+            events.append((fields.get("event"), fields["data"]))
     return events
 
 
