@@ -413,6 +413,8 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    body: Any = None
+    """The request's JSON body (None if it had none), for a reply that answers with what it was asked."""
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -421,6 +423,7 @@ class _Handler(BaseHTTPRequestHandler):
         server: LocalServer = self.server.owner  # type: ignore[attr-defined]
         raw = self.rfile.read(int(self.headers.get("content-length", 0)))
         body = json.loads(raw) if raw else None
+        self.body = body
         server.requests.append(
             (self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
         )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import copy
+import functools
 import logging
 import os
 import threading
@@ -34,7 +35,7 @@ import httpx
 
 from generated.exceptions import APIStatusError, APITimeoutError
 
-from . import _attempts, _telemetry
+from . import _attempts, _fork, _telemetry
 from ._checkout import CheckoutTransport
 from ._errors_map import Malformed, connection_error, invalid, is_transport_failure
 from ._headers import ResponseHeaders
@@ -309,6 +310,14 @@ class _ClientCore:
         return response
 
 
+def _own_pool(limits: httpx.Limits) -> httpx.Client:
+    """A sync client's own pool: the checkout transport, unless a proxy is configured in the environment
+    (httpx applies the environment's proxies only to a pool of its own making)."""
+    context = ssl_context()
+    transport = None if proxy_in_env() else CheckoutTransport(limits, context)
+    return httpx.Client(transport=transport, limits=limits, verify=context, trust_env=True)
+
+
 class SyncClient(_ClientCore):
     """A client over an ``httpx.Client``: closes it on ``close()`` or leaving a ``with`` block."""
 
@@ -324,12 +333,11 @@ class SyncClient(_ClientCore):
         limits = checked_limits(limits, http_client)
         super().__init__(wire, settings, default_headers, dict(options))
         if http_client is None:
-            # httpx applies the environment's proxies only to a pool of its own making.
-            context = ssl_context()
-            transport = None if proxy_in_env() else CheckoutTransport(limits, context)
-            http_client = httpx.Client(transport=transport, limits=limits, verify=context, trust_env=True)
-        self._transport = HttpxTransport(http_client)
-        self._closed = lambda: http_client.is_closed
+            own = functools.partial(_own_pool, limits)
+            self._transport = transport = HttpxTransport(own(), own)
+        else:
+            self._transport = transport = HttpxTransport(http_client)
+        self._closed = lambda: transport.client.is_closed
 
     def close(self) -> None:
         """Close the connection pool (shared with ``with_options`` copies); later calls are refused."""
@@ -629,12 +637,19 @@ C = TypeVar("C", bound=SyncClient)
 
 
 class DefaultClient(Generic[C]):
-    """The client behind a module's ``complete``/``stream``: built from the environment on first use."""
+    """The client behind a module's ``complete``/``stream``: built from the environment on first use.
+
+    A forked child keeps it: the client drops the pool it inherited (``wrapper._fork``).
+    """
 
     def __init__(self, factory: Callable[[], C]) -> None:
         self._factory = factory
         self._client: C | None = None
         self._lock = threading.Lock()
+        _fork.register(self)
+
+    def after_fork(self) -> None:
+        self._lock = threading.Lock()  # a thread of the parent may have held it at the fork
 
     def get(self) -> C:
         """The client, built on the first call (thread-safe) and closed when the interpreter exits."""

@@ -6,15 +6,20 @@ turn (``make bench``, row "sync complete_many in flight"). Here a request takes 
 ``httpx.HTTPTransport`` that holds one keep-alive connection, and gives it back when its response
 is closed: a constant-time step. It is still httpx's own transport underneath, so mocks (respx,
 pytest-httpx) and instrumentations (OpenTelemetry's httpx) see every request as before.
+
+In a forked child the connections taken from the parent are dropped (``wrapper._fork``).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import httpx
+
+from . import _fork
 
 if TYPE_CHECKING:
     import ssl
@@ -40,17 +45,30 @@ class CheckoutTransport(httpx.BaseTransport):
         self._busy = 0
         self._closed = False
         self._changed = threading.Condition()
+        self._pid = os.getpid()
+        _fork.register(self)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         transport = self._take(request.extensions.get("timeout", {}).get("pool"))
+        pid = self._pid
         try:
             response = transport.handle_request(request)
         except BaseException:
-            self._give_back(transport)
+            self._give_back(transport, pid)
             raise
         assert isinstance(response.stream, httpx.SyncByteStream)
-        response.stream = _GiveBackOnClose(response.stream, lambda: self._give_back(transport))
+        response.stream = _GiveBackOnClose(response.stream, lambda: self._give_back(transport, pid))
         return response
+
+    def after_fork(self) -> None:
+        """In a forked child: close the parent's idle connections (a plain close sends nothing while
+        the parent holds the socket) and forget its busy ones."""
+        self._pid = os.getpid()
+        self._changed = threading.Condition()  # a thread of the parent may have held it at the fork
+        self._busy = 0
+        idle, self._idle = self._idle, []
+        for transport in idle:
+            transport.close()
 
     def close(self) -> None:
         """Close the idle connections now, and each busy one when its response is closed."""
@@ -62,6 +80,8 @@ class CheckoutTransport(httpx.BaseTransport):
             transport.close()
 
     def _take(self, timeout: float | None) -> httpx.HTTPTransport:
+        if self._pid != os.getpid():  # forked without running the fork hooks
+            self.after_fork()
         with self._changed:
             limit = self._max_busy
             if limit is not None and not self._changed.wait_for(
@@ -75,13 +95,15 @@ class CheckoutTransport(httpx.BaseTransport):
                 return self._idle.pop()
         return httpx.HTTPTransport(verify=self._verify, limits=self._one)
 
-    def _give_back(self, transport: httpx.HTTPTransport) -> None:
+    def _give_back(self, transport: httpx.HTTPTransport, pid: int) -> None:
         with self._changed:
-            self._busy -= 1
-            self._changed.notify()
-            keep = not self._closed and (self._max_idle is None or len(self._idle) < self._max_idle)
+            keep = pid == self._pid  # else taken by the parent before a fork: closed, never kept
             if keep:
-                self._idle.append(transport)
+                self._busy -= 1
+                self._changed.notify()
+                keep = not self._closed and (self._max_idle is None or len(self._idle) < self._max_idle)
+                if keep:
+                    self._idle.append(transport)
         if not keep:
             transport.close()
 

@@ -15,6 +15,7 @@ under concurrency. The async pools are opened per event loop (``_loops``).
 from __future__ import annotations
 
 import json
+import os
 import ssl
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import httpx
 
+from . import _fork
 from ._loops import PerLoop
 from ._network import httpx_is_watched
 
@@ -141,18 +143,37 @@ def _reply(response: httpx.Response) -> Reply:
 
 
 class HttpxTransport:
-    """Requests through an ``httpx.Client``: its transport, auth, event hooks and default headers apply."""
+    """Requests through an ``httpx.Client``: its transport, auth, event hooks and default headers apply.
 
-    def __init__(self, client: httpx.Client) -> None:
+    ``own`` builds the client again, for a client's own pool: a forked child releases the one it
+    inherited and builds its own (``wrapper._fork``). A client you pass is yours to rebuild.
+    """
+
+    def __init__(self, client: httpx.Client, own: Callable[[], httpx.Client] | None = None) -> None:
         self.client = client
+        self._own = own
+        self._pid = os.getpid()
+        if own is not None:
+            _fork.register(self)
+
+    def after_fork(self) -> None:
+        self._pid = os.getpid()
+        if self._own is not None and not self.client.is_closed:
+            inherited, self.client = self.client, self._own()
+            _fork.release(inherited)
+
+    def _client(self) -> httpx.Client:
+        if self._pid != os.getpid():  # forked without running the fork hooks
+            self.after_fork()
+        return self.client
 
     def send(self, request: Request) -> Reply:
-        return _reply(self.client.send(_built(self.client, request), follow_redirects=False))
+        client = self._client()
+        return _reply(client.send(_built(client, request), follow_redirects=False))
 
     def stream(self, request: Request, idle: float | None) -> httpx.Response:
-        return _idle(
-            self.client.send(_built(self.client, request), stream=True, follow_redirects=False), idle
-        )
+        client = self._client()
+        return _idle(client.send(_built(client, request), stream=True, follow_redirects=False), idle)
 
     def close(self) -> None:
         self.client.close()
