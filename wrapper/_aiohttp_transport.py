@@ -4,19 +4,31 @@ httpx's async pool and request objects cost more per call than aiohttp itself un
 a default async client sends with aiohttp, on the same TLS context and pool limits it would give
 httpx. ``send`` builds no httpx object at all; ``stream`` hands back an ``httpx.Response`` whose body
 is aiohttp's, so a stream is read (and its SSE parsed by httpx-sse) exactly as httpx's would be.
-Every aiohttp failure is raised as the httpx exception of the same kind, so both transports fail alike.
+
+Both transports must read the same responses alike, so aiohttp is set to what httpx does: it asks
+for the encodings httpx decodes and leaves bodies to httpx's decoders (an encoding neither asked
+for nor known passes through, as in httpx); it reads heads as large as httpx's parser does; a host
+name's lookup is bounded by the connect timeout (aiohttp bounds it only by the whole connection's).
+Every aiohttp failure is raised as the httpx exception of the same kind, in words that do not
+carry the HTTP status aiohttp's parser errors hold (one aiohttp would answer with as a server,
+not one the server sent).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import io
+import socket
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import aiohttp
+import aiohttp.abc
+import aiohttp.http_exceptions
 import httpx
+from httpx._client import ACCEPT_ENCODING  # the encodings httpx's decoders read
 
 from ._transport import Reply, Request
 
@@ -24,6 +36,11 @@ __all__ = ["AiohttpTransport"]
 
 _LARGE = 1 << 20
 """Bodies above this go as a file object: aiohttp warns that writing them from bytes blocks the loop."""
+_HEAD = 100 * 1024
+"""The largest response head httpx reads (httpcore's limit for h11); aiohttp's default is 8,190
+bytes a line, so a header a little over 8 KiB failed on one transport only."""
+_CONNECT: contextvars.ContextVar[float | None] = contextvars.ContextVar("connect_timeout", default=None)
+"""The connect timeout of the request being sent, for the resolver (which aiohttp calls in its task)."""
 
 
 @functools.lru_cache(maxsize=16)
@@ -38,23 +55,54 @@ def _client_timeout(connect: float | None, read: float | None, pool: float | Non
 
 def _httpx_error(exc: Exception) -> httpx.TransportError:
     """The httpx exception for an aiohttp (or asyncio) failure, the one httpx raises in that case."""
-    message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     kind: type[httpx.TransportError]
-    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):  # connecting, its lookup, or waiting for the pool
         kind = httpx.ConnectTimeout
-    elif isinstance(exc, aiohttp.SocketTimeoutError):
+    elif isinstance(exc, TimeoutError):  # aiohttp's read timeout, or the wait for a stream's response
         kind = httpx.ReadTimeout
-    elif isinstance(exc, TimeoutError):  # aiohttp's ``connect``: waiting for a connection of the pool
-        kind = httpx.PoolTimeout
     elif isinstance(exc, aiohttp.ClientConnectorError):  # refused, DNS, TLS handshake and certificate
         kind = httpx.ConnectError
     elif isinstance(exc, aiohttp.ClientOSError | aiohttp.ClientPayloadError):  # reset, cut mid-body
         kind = httpx.ReadError
     else:  # disconnected before answering, a garbled status line or header, ...
         kind = httpx.RemoteProtocolError
-    error = kind(message)
+    error = kind(_described(exc))
     error.__cause__ = exc
     return error
+
+
+def _described(exc: Exception) -> str:
+    """What went wrong, in aiohttp's words less the status its parser's errors carry ("400, message=")."""
+    cause = exc.__cause__
+    if isinstance(exc, aiohttp.ClientPayloadError) and isinstance(
+        cause, aiohttp.http_exceptions.HttpProcessingError
+    ):
+        return f"the response body broke off: {cause.message}"
+    if isinstance(exc, aiohttp.ClientResponseError | aiohttp.http_exceptions.HttpProcessingError):
+        return exc.message
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+class _Resolver(aiohttp.abc.AbstractResolver):
+    """aiohttp's resolver, each lookup bounded by the connect timeout of the request it is for."""
+
+    def __init__(self) -> None:
+        self._resolver = aiohttp.DefaultResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[aiohttp.abc.ResolveResult]:
+        async with asyncio.timeout(_CONNECT.get()):  # aiohttp reports it as its connection timeout
+            return await self._resolver.resolve(host, port, family)
+
+    async def close(self) -> None:
+        await self._resolver.close()
+
+
+def _decoded(headers: Sequence[tuple[bytes, bytes]], content: bytes) -> bytes:
+    """``content`` decoded as its Content-Encoding says, by httpx's decoders (``httpx.DecodingError``
+    if it does not decode)."""
+    return httpx.Response(200, headers=headers, content=content).content
 
 
 class _Body(httpx.AsyncByteStream):
@@ -81,10 +129,10 @@ class _Body(httpx.AsyncByteStream):
                 if not data:
                     return
                 yield data
-        except TimeoutError:
-            raise httpx.ReadTimeout(f"no data for {self._idle:g} s") from None
-        except aiohttp.ClientError as exc:
+        except aiohttp.ClientError as exc:  # aiohttp's own read timeout among them
             raise _httpx_error(exc) from exc
+        except TimeoutError:
+            raise httpx.ReadTimeout(f"no data for {self._idle} s") from None
 
     async def aclose(self) -> None:
         if self._response.content.is_eof():
@@ -107,9 +155,18 @@ class AiohttpTransport:
             limit_per_host=0,
             ssl=self._ssl,
             keepalive_timeout=self._limits.keepalive_expiry,
+            resolver=_Resolver(),
         )
         # trust_env off: a client uses this transport only when no proxy is configured.
-        self._session = aiohttp.ClientSession(connector=connector, trust_env=False, auto_decompress=True)
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            trust_env=False,
+            headers={"Accept-Encoding": ACCEPT_ENCODING},
+            auto_decompress=False,  # httpx's decoders read the body (``_decoded``)
+            max_line_size=_HEAD,
+            max_field_size=_HEAD,
+            max_headers=_HEAD // 4,  # as many as fit in a head of that size ("a:\r\n")
+        )
         return self._session
 
     def _request(self, request: Request, read: float | None) -> aiohttp.client._RequestContextManager:
@@ -125,14 +182,21 @@ class AiohttpTransport:
         )
 
     async def send(self, request: Request) -> Reply:
+        token = _CONNECT.set(request.timeout.connect)
         try:
             async with self._request(request, request.timeout.read) as response:
-                return Reply(response.status, response.raw_headers, await response.read(), request)
+                content = await response.read()
+                if "Content-Encoding" in response.headers:
+                    content = _decoded(response.raw_headers, content)
+                return Reply(response.status, response.raw_headers, content, request)
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise _httpx_error(exc) from exc
+        finally:
+            _CONNECT.reset(token)
 
     async def stream(self, request: Request, idle: float | None) -> httpx.Response:
         read = request.timeout.read
+        token = _CONNECT.set(request.timeout.connect)
         try:
             if idle is None:
                 response = await self._request(request, read)
@@ -141,12 +205,14 @@ class AiohttpTransport:
                     response = await self._request(request, None)
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise _httpx_error(exc) from exc
-        # aiohttp decompresses the body: the encoding header would make httpx decode it again.
-        headers = [
-            (name, value) for name, value in response.raw_headers if name.lower() != b"content-encoding"
-        ]
+        finally:
+            _CONNECT.reset(token)
+        # The body as it came: httpx decodes it as its Content-Encoding says, as for its own responses.
         return httpx.Response(
-            response.status, headers=headers, stream=_Body(response, idle), request=request.as_httpx()
+            response.status,
+            headers=response.raw_headers,
+            stream=_Body(response, idle),
+            request=request.as_httpx(),
         )
 
     async def aclose(self) -> None:

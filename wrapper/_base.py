@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, Type
 
 import httpx
 
-from generated.exceptions import APIStatusError, APITimeoutError
+from generated.exceptions import APIConnectionError, APIStatusError, APITimeoutError
 
 from . import _attempts, _fork, _telemetry
 from ._checkout import CheckoutTransport
@@ -294,14 +294,20 @@ class _ClientCore:
             )
         return connection_error(exc, request.as_httpx())
 
-    def _chunks_failed(self, response: httpx.Response, exc: Exception, options: Options) -> Exception:
+    def _chunks_failed(
+        self, response: httpx.Response, exc: Exception, attempts: _attempts.Attempts
+    ) -> Exception:
         """The typed error for a failure while reading a stream's events (an idle stream's says so)."""
-        if isinstance(exc, httpx.ReadTimeout) and options.stream_idle_timeout is not None:
-            return APITimeoutError(
-                f"the stream sent nothing for {options.stream_idle_timeout:g} s (stream_idle_timeout)",
-                request=response.request,
+        idle = attempts.options.stream_idle_timeout
+        if isinstance(exc, httpx.ReadTimeout) and idle is not None:
+            error: APIConnectionError = APITimeoutError(
+                f"the stream sent nothing for {idle:g} s (stream_idle_timeout)", request=response.request
             )
-        return connection_error(exc, response.request) if is_transport_failure(exc) else exc
+        elif is_transport_failure(exc):
+            error = connection_error(exc, response.request)
+        else:
+            return exc
+        return attempts.gave_up(error, begun=True)
 
     def _stream_opened(self, response: httpx.Response, request: Request, started: float) -> httpx.Response:
         """The stream's response, its status checked."""
@@ -407,9 +413,9 @@ class SyncClient(_ClientCore):
         yield raw.http_response
         yield whole(raw.parse())
 
-    def _open(self, request: Request, options: Options) -> httpx.Response:
+    def _open(self, request: Request, attempts: _attempts.Attempts) -> httpx.Response:
         """The stream's response, status checked, through the attempt loop (no retry after it opened)."""
-        attempts = _attempts.Attempts(options)
+        options = attempts.options
 
         def attempt() -> httpx.Response:
             sent = attempts.bounded(request)
@@ -434,8 +440,9 @@ class SyncClient(_ClientCore):
         from httpx_sse import EventSource
 
         with _telemetry.call(self, *call, stream=True) as span:
+            attempts = _attempts.Attempts(options)
             with span.active():
-                response = self._open(request, options)
+                response = self._open(request, attempts)
             try:
                 yield response
                 if not _is_event_stream(response):
@@ -448,7 +455,7 @@ class SyncClient(_ClientCore):
                     if chunk is not None:
                         yield span.chunk(chunk)
             except Exception as exc:
-                raise self._chunks_failed(response, exc, options) from exc
+                raise self._chunks_failed(response, exc, attempts) from exc
             finally:
                 response.close()
 
@@ -546,9 +553,9 @@ class AsyncClient(_ClientCore):
         yield raw.http_response
         yield whole(raw.parse())
 
-    async def _open(self, request: Request, options: Options) -> httpx.Response:
+    async def _open(self, request: Request, attempts: _attempts.Attempts) -> httpx.Response:
         """The stream's response, status checked, through the attempt loop (no retry after it opened)."""
-        attempts = _attempts.Attempts(options)
+        options = attempts.options
 
         async def attempt() -> httpx.Response:
             sent = attempts.bounded(request)
@@ -574,8 +581,9 @@ class AsyncClient(_ClientCore):
         from httpx_sse import EventSource
 
         with _telemetry.call(self, *call, stream=True) as span:
+            attempts = _attempts.Attempts(options)
             with span.active():
-                response = await self._open(request, options)
+                response = await self._open(request, attempts)
             try:
                 yield response
                 if not _is_event_stream(response):
@@ -588,7 +596,7 @@ class AsyncClient(_ClientCore):
                     if chunk is not None:
                         yield span.chunk(chunk)
             except Exception as exc:
-                raise self._chunks_failed(response, exc, options) from exc
+                raise self._chunks_failed(response, exc, attempts) from exc
             finally:
                 await response.aclose()
 
