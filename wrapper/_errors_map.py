@@ -51,7 +51,8 @@ _TIMED_OUT = {
     "or raise the connect timeout",
     "read": "read timeout: {where} sent nothing for {seconds}",
     "write": "write timeout: the request could not be sent to {where} within {seconds}",
-    "pool": "pool timeout: no connection to {where} came free within {seconds} (all of limits' were busy)",
+    "pool": "pool timeout: no connection to {where} came free within {seconds} "
+    "(as many as the pool's limits allow were busy)",
 }
 """What each of httpx's timeouts (``httpx.Timeout``'s fields) says when it runs out."""
 _PHASES: tuple[tuple[type[httpx.TimeoutException], str], ...] = (
