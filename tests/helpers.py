@@ -457,6 +457,23 @@ def reset_reply(handler: _Handler) -> None:
     handler.close_connection = True
 
 
+def echo_reply(handler: _Handler) -> None:
+    """Answer a Scale completion with its own prompt (as server-sent events if it asked to stream)."""
+    prompt = handler.body["prompt"]
+    if handler.body.get("stream"):
+        events = [{"completions": [["p", [prompt]]]}, {"completions": [["p", [""]]], "finish_reason": "stop"}]
+        content = b"".join(b"data: %s\n\n" % json.dumps(event).encode() for event in events)
+        content_type = "text/event-stream"
+    else:
+        content = json.dumps({"completions": [["p", [prompt]]], "finish_reason": "stop"}).encode()
+        content_type = "application/json"
+    handler.send_response(200)
+    handler.send_header("content-type", content_type)
+    handler.send_header("content-length", str(len(content)))
+    handler.end_headers()
+    handler.wfile.write(content)
+
+
 def sse_reply(events: list[str], then: str = "end") -> Reply:
     """Stream ``events`` (each ``"data: ..."`` or ``"event: ...\\ndata: ..."``) as server-sent events.
 

@@ -9,15 +9,13 @@ interpreter (warnings as errors), so the test process itself never forks with it
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import textwrap
-from typing import Any
 
 import pytest
-from helpers import ENV_VARS, LocalServer
+from helpers import ENV_VARS, LocalServer, echo_reply
 
 ROUNDS = 20
 THREADED_FORK = "ignore:This process:DeprecationWarning"
@@ -93,23 +91,6 @@ sys.exit(len(wrong))
 """
 
 
-def echo(handler: Any) -> None:
-    """Answer a Scale completion with its own prompt (as server-sent events if it asked to stream)."""
-    prompt = handler.body["prompt"]
-    if handler.body.get("stream"):
-        events = [{"completions": [["p", [prompt]]]}, {"completions": [["p", [""]]], "finish_reason": "stop"}]
-        content = b"".join(b"data: %s\n\n" % json.dumps(event).encode() for event in events)
-        content_type = "text/event-stream"
-    else:
-        content = json.dumps({"completions": [["p", [prompt]]], "finish_reason": "stop"}).encode()
-        content_type = "application/json"
-    handler.send_response(200)
-    handler.send_header("content-type", content_type)
-    handler.send_header("content-length", str(len(content)))
-    handler.end_headers()
-    handler.wfile.write(content)
-
-
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork() is POSIX only")
 @pytest.mark.parametrize(
     "mode",
@@ -122,7 +103,7 @@ def echo(handler: Any) -> None:
     ],
 )
 def test_parent_and_child_each_get_their_own_answers(server: LocalServer, mode: str) -> None:
-    server.script(echo)
+    server.script(echo_reply)
     env = {name: value for name, value in os.environ.items() if name not in ENV_VARS}
     env.update(SGP_API_KEY="sk-test-key", SGP_ACCOUNT_ID="acct", SGP_CLIENT_BASE_URL=server.url)
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
