@@ -10,11 +10,15 @@ interpreter (warnings as errors), so the test process itself never forks with it
 from __future__ import annotations
 
 import os
+import ssl
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import trustme
 from helpers import ENV_VARS, LocalServer, echo_reply
 
 ROUNDS = 20
@@ -91,24 +95,51 @@ sys.exit(len(wrong))
 """
 
 
+@pytest.fixture
+def served(mode: str, tmp_path: Path) -> Iterator[tuple[LocalServer, dict[str, str]]]:
+    """The echoing server (over TLS for a ``-tls`` mode) and the environment its clients need."""
+    server = LocalServer()
+    env = {"SGP_CLIENT_BASE_URL": server.url}
+    if mode.endswith("-tls"):
+        ca = trustme.CA()
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ca.issue_cert("127.0.0.1").configure_cert(context)
+        server._server.socket = context.wrap_socket(server._server.socket, server_side=True)
+        ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+        env = {
+            "SGP_CLIENT_BASE_URL": server.url.replace("http://", "https://"),
+            "SSL_CERT_FILE": str(tmp_path / "ca.pem"),
+        }
+    server.script(echo_reply)
+    server.start()
+    try:
+        yield server, env
+    finally:
+        server.stop()
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork() is POSIX only")
 @pytest.mark.parametrize(
     "mode",
     [
         "sync",  # the checkout pool
+        "sync-tls",  # closing an inherited TLS connection in the child sends nothing on it
         "sync-httpx-pool",  # httpx's own pool, which a sync client uses when a proxy is configured
         "sync-DefaultHttpxClient",  # given as http_client: its checkout pool drops the parent's connections
         "aiohttp",
+        "aiohttp-tls",
         "async-httpx-pool",  # the async client's own httpx pool (used when a proxy is configured)
     ],
 )
-def test_parent_and_child_each_get_their_own_answers(server: LocalServer, mode: str) -> None:
-    server.script(echo_reply)
+def test_parent_and_child_each_get_their_own_answers(
+    served: tuple[LocalServer, dict[str, str]], mode: str
+) -> None:
+    server, server_env = served
     env = {name: value for name, value in os.environ.items() if name not in ENV_VARS}
-    env.update(SGP_API_KEY="sk-test-key", SGP_ACCOUNT_ID="acct", SGP_CLIENT_BASE_URL=server.url)
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR"):
         env.pop(name, None)
         env.pop(name.lower(), None)
+    env.update(SGP_API_KEY="sk-test-key", SGP_ACCOUNT_ID="acct", **server_env)
     if mode.endswith("httpx-pool"):
         # A proxy in the environment makes the client use httpx's pool; NO_PROXY sends loopback direct.
         env.update(HTTP_PROXY="http://127.0.0.1:9", NO_PROXY="127.0.0.1")
@@ -121,6 +152,7 @@ def test_parent_and_child_each_get_their_own_answers(server: LocalServer, mode: 
     )
     assert out.returncode == 0, f"answers crossed or failed:\n{out.stdout}\n{out.stderr}"
     assert out.stderr == ""
-    prompts = [body["prompt"] for _, _, _, body in server.requests]
-    children = {prompt.split(" call ")[0] for prompt in prompts if prompt.startswith("child")}
+    calls = [(body["prompt"], bool(body.get("stream"))) for _, _, _, body in server.requests]
+    assert len(calls) == len(set(calls)), "a call was retried: a connection failed"
+    children = {prompt.split(" call ")[0] for prompt, _ in calls if prompt.startswith("child")}
     assert children == {f"child {round}" for round in range(ROUNDS)}

@@ -157,10 +157,10 @@ class HttpxTransport:
             _fork.register(self)
 
     def after_fork(self) -> None:
-        self._pid = os.getpid()
         if self._own is not None and not self.client.is_closed:
             inherited, self.client = self.client, self._own()
             _fork.release(inherited)
+        self._pid = os.getpid()  # last: should building fail, the next call tries again
 
     def _client(self) -> httpx.Client:
         if self._pid != os.getpid():  # forked without running the fork hooks
