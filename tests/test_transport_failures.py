@@ -28,6 +28,7 @@ from wrapper.errors import (
     APITimeoutError,
     InternalServerError,
 )
+from wrapper.sandbox import Sandbox
 
 EVENT = json.dumps({"completions": [["p", ["Hi"]]]})
 LAST = json.dumps({"completions": [["p", [" there"]]], "finish_reason": "stop"})
@@ -109,6 +110,17 @@ async def test_a_stream_that_stalls_midway_is_a_read_timeout(
         "(after 1 attempt; a stream that has begun is not retried)"
     )
     assert len(server.requests) == 1
+
+
+async def test_the_sandboxs_pace_fault_stalls_a_stream_into_a_read_timeout(
+    net_client: Any, sandbox: Sandbox, path: str
+) -> None:
+    sandbox.inject(pace=2.0, count=1, api="scale")  # two seconds after each chunk
+    client = net_client("scale", path, sandbox.scale_base_url, timeout=httpx.Timeout(10.0, read=0.3))
+    texts, error = await read_until_it_fails(client.stream("llama-3-8b-instruct", "Alice", max_tokens=8))
+    assert len(texts) == 1
+    assert type(error) is APITimeoutError
+    assert str(error).startswith("read timeout: ")
 
 
 @pytest.mark.usefixtures("sleeps")  # testing mode: the retries do not wait
