@@ -152,6 +152,28 @@ async def test_a_timeout_cut_short_by_the_deadline_says_the_deadline_ran_out(
     assert isinstance(caught.value.__cause__, APITimeoutError)
 
 
+async def test_a_wait_for_a_free_connection_is_the_pool_timeout(
+    net_client: Any, server: LocalServer, path: str
+) -> None:
+    """With one connection allowed and a stream holding it, the next call waits up to the pool timeout
+    (aiohttp's own pool counted that wait toward its connect timeout); once the stream is closed, the
+    connection is free again."""
+    server.script(sse_reply([f"data: {EVENT}"], then="hold"), json_reply(200, scale_body()))
+    one = httpx.Limits(max_connections=1)
+    pooled = {"user_options": {"limits": one}} if path == "async-user" else {"limits": one}
+    client = net_client("scale", path, server.url, timeout=httpx.Timeout(10.0, pool=0.2), **pooled)
+    stream = client.stream("m", "p")
+    assert (await call(anext(stream) if hasattr(stream, "__anext__") else next(stream))).text == "Hi"
+    with pytest.raises(APITimeoutError) as caught:
+        await call(client.complete("m", "p"))
+    assert str(caught.value) == (
+        f"pool timeout: no connection to {where(server)} came free within 0.2 s "
+        "(as many as the pool's limits allow were busy) (after 1 attempt)"
+    )
+    await call(stream.close())
+    assert (await call(client.complete("m", "p"))).text == "Paris"
+
+
 # --- a body cut short: a connection error, worded as one -------------------------------------------------
 
 

@@ -7,8 +7,10 @@ is aiohttp's, so a stream is read (and its SSE parsed by httpx-sse) exactly as h
 
 Both transports must read the same responses alike, so aiohttp is set to what httpx does: it asks
 for the encodings httpx decodes and leaves bodies to httpx's decoders (an encoding neither asked
-for nor known passes through, as in httpx); it reads heads as large as httpx's parser does; a host
-name's lookup is bounded by the connect timeout (aiohttp bounds it only by the whole connection's).
+for nor known passes through, as in httpx); it reads heads as large as httpx's parser does. Its
+timeouts are httpx's: the connect timeout bounds connecting, the host name's lookup included, and a
+request waits for a free connection (``limits.max_connections``) up to the pool timeout, counted
+here, not by aiohttp (whose wait for its pool counts toward its connect timeout).
 Every aiohttp failure is raised as the httpx exception of the same kind, in words that do not
 carry the HTTP status aiohttp's parser errors hold (one aiohttp would answer with as a server,
 not one the server sent).
@@ -17,15 +19,12 @@ not one the server sent).
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import functools
 import io
-import socket
 import ssl
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 
 import aiohttp
-import aiohttp.abc
 import aiohttp.http_exceptions
 import httpx
 from httpx._client import ACCEPT_ENCODING  # the encodings httpx's decoders read
@@ -39,24 +38,19 @@ _LARGE = 1 << 20
 _HEAD = 100 * 1024
 """The largest response head httpx reads (httpcore's limit for h11); aiohttp's default is 8,190
 bytes a line, so a header a little over 8 KiB failed on one transport only."""
-_CONNECT: contextvars.ContextVar[float | None] = contextvars.ContextVar("connect_timeout", default=None)
-"""The connect timeout of the request being sent, for the resolver (which aiohttp calls in its task)."""
 
 
 @functools.lru_cache(maxsize=16)
-def _client_timeout(connect: float | None, read: float | None, pool: float | None) -> aiohttp.ClientTimeout:
-    """httpx's timeouts in aiohttp's terms: its ``connect`` is waiting for the pool, then connecting."""
-    return aiohttp.ClientTimeout(
-        sock_connect=connect,
-        sock_read=read,
-        connect=None if pool is None or connect is None else pool + connect,
-    )
+def _client_timeout(connect: float | None, read: float | None) -> aiohttp.ClientTimeout:
+    """httpx's timeouts in aiohttp's terms: its ``connect`` bounds the lookup and connecting (aiohttp's
+    pool is uncapped: the transport waits for a free connection itself)."""
+    return aiohttp.ClientTimeout(connect=connect, sock_read=read)
 
 
 def _httpx_error(exc: Exception) -> httpx.TransportError:
     """The httpx exception for an aiohttp (or asyncio) failure, the one httpx raises in that case."""
     kind: type[httpx.TransportError]
-    if isinstance(exc, aiohttp.ConnectionTimeoutError):  # connecting, its lookup, or waiting for the pool
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):  # connecting, the host name's lookup included
         kind = httpx.ConnectTimeout
     elif isinstance(exc, TimeoutError):  # aiohttp's read timeout, or the wait for a stream's response
         kind = httpx.ReadTimeout
@@ -83,22 +77,6 @@ def _described(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-class _Resolver(aiohttp.abc.AbstractResolver):
-    """aiohttp's resolver, each lookup bounded by the connect timeout of the request it is for."""
-
-    def __init__(self) -> None:
-        self._resolver = aiohttp.DefaultResolver()
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[aiohttp.abc.ResolveResult]:
-        async with asyncio.timeout(_CONNECT.get()):  # aiohttp reports it as its connection timeout
-            return await self._resolver.resolve(host, port, family)
-
-    async def close(self) -> None:
-        await self._resolver.close()
-
-
 def _decoded(headers: Sequence[tuple[bytes, bytes]], content: bytes) -> bytes:
     """``content`` decoded as its Content-Encoding says, by httpx's decoders (``httpx.DecodingError``
     if it does not decode)."""
@@ -112,9 +90,12 @@ class _Body(httpx.AsyncByteStream):
     then off for the request: it would time the first byte and the gaps alike).
     """
 
-    def __init__(self, response: aiohttp.ClientResponse, idle: float | None) -> None:
+    def __init__(
+        self, response: aiohttp.ClientResponse, idle: float | None, release: Callable[[], None] | None
+    ) -> None:
         self._response = response
         self._idle = idle
+        self._release = release  # the pool slot the stream holds, if the pool is capped
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         content = self._response.content
@@ -139,6 +120,9 @@ class _Body(httpx.AsyncByteStream):
             self._response.release()  # read to the end: the connection goes back to the pool
         else:
             self._response.close()  # left early: the connection is closed, so the server stops
+        release, self._release = self._release, None
+        if release is not None:
+            release()
 
 
 class AiohttpTransport:
@@ -148,14 +132,16 @@ class AiohttpTransport:
         self._ssl = ssl_context
         self._limits = limits
         self._session: aiohttp.ClientSession | None = None
+        # The pool's cap: a slot per request in flight, a stream's held until its body is closed.
+        cap = limits.max_connections
+        self._slots = None if cap is None else asyncio.Semaphore(cap)
 
     def _open(self) -> aiohttp.ClientSession:
         connector = aiohttp.TCPConnector(
-            limit=self._limits.max_connections or 0,  # 0: no cap, as httpx's None
+            limit=0,  # no cap in aiohttp: ``_slots`` holds it
             limit_per_host=0,
             ssl=self._ssl,
             keepalive_timeout=self._limits.keepalive_expiry,
-            resolver=_Resolver(),
         )
         # trust_env off: a client uses this transport only when no proxy is configured.
         self._session = aiohttp.ClientSession(
@@ -177,12 +163,23 @@ class AiohttpTransport:
             request.url,
             data=request.content if len(request.content) <= _LARGE else io.BytesIO(request.content),
             headers=request.headers,
-            timeout=_client_timeout(timeout.connect, read, timeout.pool),
+            timeout=_client_timeout(timeout.connect, read),
             allow_redirects=False,
         )
 
+    async def _slot(self, request: Request) -> Callable[[], None] | None:
+        """A slot of the capped pool (its ``release``), waited for up to the pool timeout; None if no cap."""
+        if self._slots is None:
+            return None
+        try:
+            async with asyncio.timeout(request.timeout.pool):
+                await self._slots.acquire()
+        except TimeoutError:
+            raise httpx.PoolTimeout("no connection came free within the pool timeout") from None
+        return self._slots.release
+
     async def send(self, request: Request) -> Reply:
-        token = _CONNECT.set(request.timeout.connect)
+        release = await self._slot(request)
         try:
             async with self._request(request, request.timeout.read) as response:
                 content = await response.read()
@@ -192,26 +189,29 @@ class AiohttpTransport:
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise _httpx_error(exc) from exc
         finally:
-            _CONNECT.reset(token)
+            if release is not None:
+                release()
 
     async def stream(self, request: Request, idle: float | None) -> httpx.Response:
         read = request.timeout.read
-        token = _CONNECT.set(request.timeout.connect)
+        release = await self._slot(request)
         try:
             if idle is None:
                 response = await self._request(request, read)
             else:  # the wait for the response timed here, its body's gaps by ``_Body``
                 async with asyncio.timeout(read):
                     response = await self._request(request, None)
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            raise _httpx_error(exc) from exc
-        finally:
-            _CONNECT.reset(token)
+        except BaseException as exc:
+            if release is not None:
+                release()
+            if isinstance(exc, TimeoutError | aiohttp.ClientError):
+                raise _httpx_error(exc) from exc
+            raise
         # The body as it came: httpx decodes it as its Content-Encoding says, as for its own responses.
         return httpx.Response(
             response.status,
             headers=response.raw_headers,
-            stream=_Body(response, idle),
+            stream=_Body(response, idle, release),
             request=request.as_httpx(),
         )
 
