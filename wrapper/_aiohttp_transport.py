@@ -167,19 +167,18 @@ class AiohttpTransport:
             allow_redirects=False,
         )
 
-    async def _slot(self, request: Request) -> Callable[[], None] | None:
-        """A slot of the capped pool (its ``release``), waited for up to the pool timeout; None if no cap."""
-        if self._slots is None:
-            return None
+    async def _slot(self, slots: asyncio.Semaphore, request: Request) -> Callable[[], None]:
+        """A slot of the capped pool (its ``release``), waited for up to the pool timeout."""
         try:
             async with asyncio.timeout(request.timeout.pool):
-                await self._slots.acquire()
+                await slots.acquire()
         except TimeoutError:
             raise httpx.PoolTimeout("no connection came free within the pool timeout") from None
-        return self._slots.release
+        return slots.release
 
     async def send(self, request: Request) -> Reply:
-        release = await self._slot(request)
+        slots = self._slots
+        release = None if slots is None else await self._slot(slots, request)
         try:
             async with self._request(request, request.timeout.read) as response:
                 content = await response.read()
@@ -194,7 +193,8 @@ class AiohttpTransport:
 
     async def stream(self, request: Request, idle: float | None) -> httpx.Response:
         read = request.timeout.read
-        release = await self._slot(request)
+        slots = self._slots
+        release = None if slots is None else await self._slot(slots, request)
         try:
             if idle is None:
                 response = await self._request(request, read)
