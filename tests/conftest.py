@@ -93,3 +93,50 @@ def _short_client_timeouts(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every client built in a test defaults to ``TEST_TIMEOUT`` instead of the 600 s read timeout."""
     for cls in (*CLASSES["scale"], *CLASSES["gradient"]):
         monkeypatch.setitem(cls.__init__.__kwdefaults__, "timeout", TEST_TIMEOUT)
+
+
+# --- one client per path: sync, async on its own pools (aiohttp), async on a user's httpx.AsyncClient ---
+
+PATHS = ["sync", "async", "async-user"]
+NETWORK_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR")
+
+
+@pytest.fixture(params=PATHS)
+def path(request: pytest.FixtureRequest) -> str:
+    """Sync client; async client on its own pools; async client on a user's ``httpx.AsyncClient``."""
+    return str(request.param)
+
+
+@pytest.fixture
+def net_env(monkeypatch: pytest.MonkeyPatch, clean_env: None) -> pytest.MonkeyPatch:
+    """No proxy or CA setting from the machine running the tests; set them with the returned monkeypatch."""
+    for name in NETWORK_VARS:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    return monkeypatch
+
+
+@pytest.fixture
+async def net_client(net_env: pytest.MonkeyPatch) -> AsyncIterator[Callable[..., Any]]:
+    """``net_client(provider, path, base_url, **options)``: a client built now (from the environment as it
+    is now), without retries and with a 10 s timeout unless given; closed after the test.
+
+    On the ``async-user`` path the user's ``httpx.AsyncClient(**user_options)`` is built now too, so it
+    reads the same environment (httpx's ``trust_env``).
+    """
+    opened: list[Any] = []
+
+    def make(
+        provider: str, path: str, base_url: str, user_options: dict[str, Any] | None = None, **options: Any
+    ) -> Any:
+        if path == "async-user":
+            options["http_client"] = httpx.AsyncClient(**(user_options or {}))
+        options.setdefault("timeout", 10.0)
+        options.setdefault("max_retries", 0)
+        client = CLASSES[provider][path != "sync"](**CREDENTIALS[provider], base_url=base_url, **options)
+        opened.append(client)
+        return client
+
+    yield make
+    for client in opened:
+        await call(client.close())

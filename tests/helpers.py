@@ -447,6 +447,8 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    body: Any = None
+    """The request's JSON body (None if it had none), for a reply that answers with what it was asked."""
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -455,6 +457,7 @@ class _Handler(BaseHTTPRequestHandler):
         server: LocalServer = self.server.owner  # type: ignore[attr-defined]
         raw = self.rfile.read(int(self.headers.get("content-length", 0)))
         body = json.loads(raw) if raw else None
+        self.body = body
         server.requests.append(
             (self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
         )
@@ -486,6 +489,23 @@ def reset_reply(handler: _Handler) -> None:
     handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     handler.connection.close()
     handler.close_connection = True
+
+
+def echo_reply(handler: _Handler) -> None:
+    """Answer a Scale completion with its own prompt (as server-sent events if it asked to stream)."""
+    prompt = handler.body["prompt"]
+    if handler.body.get("stream"):
+        events = [{"completions": [["p", [prompt]]]}, {"completions": [["p", [""]]], "finish_reason": "stop"}]
+        content = b"".join(b"data: %s\n\n" % json.dumps(event).encode() for event in events)
+        content_type = "text/event-stream"
+    else:
+        content = json.dumps({"completions": [["p", [prompt]]], "finish_reason": "stop"}).encode()
+        content_type = "application/json"
+    handler.send_response(200)
+    handler.send_header("content-type", content_type)
+    handler.send_header("content-length", str(len(content)))
+    handler.end_headers()
+    handler.wfile.write(content)
 
 
 def sse_reply(events: list[str | bytes | float], then: str = "end") -> Reply:

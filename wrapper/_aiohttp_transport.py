@@ -4,7 +4,16 @@ httpx's async pool and request objects cost more per call than aiohttp itself un
 a default async client sends with aiohttp, on the same TLS context and pool limits it would give
 httpx. ``send`` builds no httpx object at all; ``stream`` hands back an ``httpx.Response`` whose body
 is aiohttp's, so a stream is read (and its SSE parsed by httpx-sse) exactly as httpx's would be.
-Every aiohttp failure is raised as the httpx exception of the same kind, so both transports fail alike.
+
+Both transports must read the same responses alike, so aiohttp is set to what httpx does: it asks
+for the encodings httpx decodes and leaves bodies to httpx's decoders (an encoding neither asked
+for nor known passes through, as in httpx); it reads heads as large as httpx's parser does. Its
+timeouts are httpx's: the connect timeout bounds connecting, the host name's lookup included, and a
+request waits for a free connection (``limits.max_connections``) up to the pool timeout, counted
+here, not by aiohttp (whose wait for its pool counts toward its connect timeout).
+Every aiohttp failure is raised as the httpx exception of the same kind, in words that do not
+carry the HTTP status aiohttp's parser errors hold (one aiohttp would answer with as a server,
+not one the server sent).
 """
 
 from __future__ import annotations
@@ -13,10 +22,12 @@ import asyncio
 import functools
 import io
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 
 import aiohttp
+import aiohttp.http_exceptions
 import httpx
+from httpx._client import ACCEPT_ENCODING  # the encodings httpx's decoders read
 
 from ._transport import Reply, Request
 
@@ -24,37 +35,52 @@ __all__ = ["AiohttpTransport"]
 
 _LARGE = 1 << 20
 """Bodies above this go as a file object: aiohttp warns that writing them from bytes blocks the loop."""
+_HEAD = 100 * 1024
+"""The largest response head httpx reads (httpcore's limit for h11); aiohttp's default is 8,190
+bytes a line, so a header a little over 8 KiB failed on one transport only."""
 
 
 @functools.lru_cache(maxsize=16)
-def _client_timeout(connect: float | None, read: float | None, pool: float | None) -> aiohttp.ClientTimeout:
-    """httpx's timeouts in aiohttp's terms: its ``connect`` is waiting for the pool, then connecting."""
-    return aiohttp.ClientTimeout(
-        sock_connect=connect,
-        sock_read=read,
-        connect=None if pool is None or connect is None else pool + connect,
-    )
+def _client_timeout(connect: float | None, read: float | None) -> aiohttp.ClientTimeout:
+    """httpx's timeouts in aiohttp's terms: its ``connect`` bounds the lookup and connecting (aiohttp's
+    pool is uncapped: the transport waits for a free connection itself)."""
+    return aiohttp.ClientTimeout(connect=connect, sock_read=read)
 
 
 def _httpx_error(exc: Exception) -> httpx.TransportError:
     """The httpx exception for an aiohttp (or asyncio) failure, the one httpx raises in that case."""
-    message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     kind: type[httpx.TransportError]
-    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):  # connecting, the host name's lookup included
         kind = httpx.ConnectTimeout
-    elif isinstance(exc, aiohttp.SocketTimeoutError):
+    elif isinstance(exc, TimeoutError):  # aiohttp's read timeout, or the wait for a stream's response
         kind = httpx.ReadTimeout
-    elif isinstance(exc, TimeoutError):  # aiohttp's ``connect``: waiting for a connection of the pool
-        kind = httpx.PoolTimeout
     elif isinstance(exc, aiohttp.ClientConnectorError):  # refused, DNS, TLS handshake and certificate
         kind = httpx.ConnectError
     elif isinstance(exc, aiohttp.ClientOSError | aiohttp.ClientPayloadError):  # reset, cut mid-body
         kind = httpx.ReadError
     else:  # disconnected before answering, a garbled status line or header, ...
         kind = httpx.RemoteProtocolError
-    error = kind(message)
+    error = kind(_described(exc))
     error.__cause__ = exc
     return error
+
+
+def _described(exc: Exception) -> str:
+    """What went wrong, in aiohttp's words less the status its parser's errors carry ("400, message=")."""
+    cause = exc.__cause__
+    if isinstance(exc, aiohttp.ClientPayloadError) and isinstance(
+        cause, aiohttp.http_exceptions.HttpProcessingError
+    ):
+        return f"the response body broke off: {cause.message}"
+    if isinstance(exc, aiohttp.ClientResponseError | aiohttp.http_exceptions.HttpProcessingError):
+        return exc.message
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _decoded(headers: Sequence[tuple[bytes, bytes]], content: bytes) -> bytes:
+    """``content`` decoded as its Content-Encoding says, by httpx's decoders (``httpx.DecodingError``
+    if it does not decode)."""
+    return httpx.Response(200, headers=headers, content=content).content
 
 
 class _Body(httpx.AsyncByteStream):
@@ -64,9 +90,12 @@ class _Body(httpx.AsyncByteStream):
     then off for the request: it would time the first byte and the gaps alike).
     """
 
-    def __init__(self, response: aiohttp.ClientResponse, idle: float | None) -> None:
+    def __init__(
+        self, response: aiohttp.ClientResponse, idle: float | None, release: Callable[[], None] | None
+    ) -> None:
         self._response = response
         self._idle = idle
+        self._release = release  # the pool slot the stream holds, if the pool is capped
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         content = self._response.content
@@ -81,16 +110,19 @@ class _Body(httpx.AsyncByteStream):
                 if not data:
                     return
                 yield data
-        except TimeoutError:
-            raise httpx.ReadTimeout(f"no data for {self._idle:g} s") from None
-        except aiohttp.ClientError as exc:
+        except aiohttp.ClientError as exc:  # aiohttp's own read timeout among them
             raise _httpx_error(exc) from exc
+        except TimeoutError:
+            raise httpx.ReadTimeout(f"no data for {self._idle} s") from None
 
     async def aclose(self) -> None:
         if self._response.content.is_eof():
             self._response.release()  # read to the end: the connection goes back to the pool
         else:
             self._response.close()  # left early: the connection is closed, so the server stops
+        release, self._release = self._release, None
+        if release is not None:
+            release()
 
 
 class AiohttpTransport:
@@ -100,16 +132,27 @@ class AiohttpTransport:
         self._ssl = ssl_context
         self._limits = limits
         self._session: aiohttp.ClientSession | None = None
+        # The pool's cap: a slot per request in flight, a stream's held until its body is closed.
+        cap = limits.max_connections
+        self._slots = None if cap is None else asyncio.Semaphore(cap)
 
     def _open(self) -> aiohttp.ClientSession:
         connector = aiohttp.TCPConnector(
-            limit=self._limits.max_connections or 0,  # 0: no cap, as httpx's None
+            limit=0,  # no cap in aiohttp: ``_slots`` holds it
             limit_per_host=0,
             ssl=self._ssl,
             keepalive_timeout=self._limits.keepalive_expiry,
         )
         # trust_env off: a client uses this transport only when no proxy is configured.
-        self._session = aiohttp.ClientSession(connector=connector, trust_env=False, auto_decompress=True)
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            trust_env=False,
+            headers={"Accept-Encoding": ACCEPT_ENCODING},
+            auto_decompress=False,  # httpx's decoders read the body (``_decoded``)
+            max_line_size=_HEAD,
+            max_field_size=_HEAD,
+            max_headers=_HEAD // 4,  # as many as fit in a head of that size ("a:\r\n")
+        )
         return self._session
 
     def _request(self, request: Request, read: float | None) -> aiohttp.client._RequestContextManager:
@@ -120,33 +163,56 @@ class AiohttpTransport:
             request.url,
             data=request.content if len(request.content) <= _LARGE else io.BytesIO(request.content),
             headers=request.headers,
-            timeout=_client_timeout(timeout.connect, read, timeout.pool),
+            timeout=_client_timeout(timeout.connect, read),
             allow_redirects=False,
         )
 
+    async def _slot(self, slots: asyncio.Semaphore, request: Request) -> Callable[[], None]:
+        """A slot of the capped pool (its ``release``), waited for up to the pool timeout."""
+        try:
+            async with asyncio.timeout(request.timeout.pool):
+                await slots.acquire()
+        except TimeoutError:
+            raise httpx.PoolTimeout("no connection came free within the pool timeout") from None
+        return slots.release
+
     async def send(self, request: Request) -> Reply:
+        slots = self._slots
+        release = None if slots is None else await self._slot(slots, request)
         try:
             async with self._request(request, request.timeout.read) as response:
-                return Reply(response.status, response.raw_headers, await response.read(), request)
+                content = await response.read()
+                if "Content-Encoding" in response.headers:
+                    content = _decoded(response.raw_headers, content)
+                return Reply(response.status, response.raw_headers, content, request)
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise _httpx_error(exc) from exc
+        finally:
+            if release is not None:
+                release()
 
     async def stream(self, request: Request, idle: float | None) -> httpx.Response:
         read = request.timeout.read
+        slots = self._slots
+        release = None if slots is None else await self._slot(slots, request)
         try:
             if idle is None:
                 response = await self._request(request, read)
             else:  # the wait for the response timed here, its body's gaps by ``_Body``
                 async with asyncio.timeout(read):
                     response = await self._request(request, None)
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            raise _httpx_error(exc) from exc
-        # aiohttp decompresses the body: the encoding header would make httpx decode it again.
-        headers = [
-            (name, value) for name, value in response.raw_headers if name.lower() != b"content-encoding"
-        ]
+        except BaseException as exc:
+            if release is not None:
+                release()
+            if isinstance(exc, TimeoutError | aiohttp.ClientError):
+                raise _httpx_error(exc) from exc
+            raise
+        # The body as it came: httpx decodes it as its Content-Encoding says, as for its own responses.
         return httpx.Response(
-            response.status, headers=headers, stream=_Body(response, idle), request=request.as_httpx()
+            response.status,
+            headers=response.raw_headers,
+            stream=_Body(response, idle, release),
+            request=request.as_httpx(),
         )
 
     async def aclose(self) -> None:

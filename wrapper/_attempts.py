@@ -14,9 +14,10 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from generated.exceptions import APIError, APITimeoutError
+from generated.exceptions import APIConnectionError, APIError, APITimeoutError
 
 from . import _retry
+from ._errors_map import timeout_phase
 
 if TYPE_CHECKING:
     from ._options import Options
@@ -34,7 +35,8 @@ class Attempts:
     asked after each failed one for the seconds to wait before the next, and raises the error when
     it is final; ``wait`` waits them. The async loop calls the ``a``-prefixed twins, which may await.
     With a ``deadline``, each attempt's timeouts are cut to the time left (``bounded``), and a
-    failure after which no retry fits in it raises ``APITimeoutError`` saying so.
+    failure after which no retry fits in it raises ``APITimeoutError`` saying so. The loops count
+    the attempts (``made``); ``gave_up`` words the error they end with.
     """
 
     paced = False
@@ -43,7 +45,9 @@ class Attempts:
     def __init__(self, options: Options) -> None:
         self.options = options
         self.retries = 0
+        self.made = 0
         self.started = time.monotonic()
+        self._cut: float | None = None  # the time left the last attempt's timeouts were cut to
 
     @property
     def max_retries(self) -> int:
@@ -57,7 +61,10 @@ class Attempts:
     def bounded(self, request: Request) -> Request:
         """``request`` with its timeouts cut to the time left before the deadline."""
         left = self.left()
-        return request if left == math.inf else request.within(max(left, 0.001))
+        if left == math.inf:
+            return request
+        self._cut = max(left, 0.001)
+        return request.within(self._cut)
 
     def before(self) -> None:
         """Before each attempt (a batch waits for its turn here)."""
@@ -74,12 +81,32 @@ class Attempts:
     def deadline_allows(self, error: APIError, delay: float) -> float:
         """``delay``, unless waiting it and trying again cannot end before the deadline."""
         if delay >= self.left():
-            raise APITimeoutError(
-                f"the call's deadline of {self.options.deadline:g} s ran out after {self.retries} "
-                f"attempt{'s' if self.retries != 1 else ''}; the last failed with: {error}",
-                request=error.request,
-            ) from error
+            raise self._ran_out(error)
         return delay
+
+    def gave_up(self, error: APIError, *, begun: bool = False) -> APIError:
+        """What to raise once ``error`` is final: a timeout the deadline had cut short says that the
+        deadline ran out; another connection error says how many attempts were made (``begun``: and
+        that a stream that had begun was not retried)."""
+        phase = timeout_phase(error.__cause__)
+        if phase is not None and self._cut is not None:
+            configured = getattr(self.options.timeout, phase)
+            if configured is None or configured > self._cut:
+                return self._ran_out(error)
+        if isinstance(error, APIConnectionError):
+            note = "; a stream that has begun is not retried" if begun else ""
+            error.message += f" (after {_attempts(self.made)}{note})"
+            error.args = (error.message,)
+        return error
+
+    def _ran_out(self, error: APIError) -> APITimeoutError:
+        timeout = APITimeoutError(
+            f"the call's deadline of {self.options.deadline:g} s ran out after {_attempts(self.made)}; "
+            f"the last failed with: {error}",
+            request=error.request,
+        )
+        timeout.__cause__ = error
+        return timeout
 
     def wait(self, seconds: float) -> None:
         _retry.sleep(seconds)
@@ -97,14 +124,23 @@ class Attempts:
         await _retry.asleep(seconds)
 
 
+def _attempts(made: int) -> str:
+    return f"{made} attempt{'s' if made != 1 else ''}"
+
+
 def run(attempt: Callable[[], T], policy: Attempts) -> T:
     """``attempt()`` until it returns, as ``policy`` says."""
     while True:
         policy.before()
+        policy.made += 1
         try:
             result = attempt()
         except APIError as error:
-            delay = policy.failed(error)
+            try:
+                delay = policy.failed(error)
+            except APIError as final:
+                final = policy.gave_up(final) if final is error else final
+                raise final from final.__cause__
         else:
             policy.succeeded(result)
             return result
@@ -117,10 +153,15 @@ async def arun(attempt: Callable[[], Awaitable[T]], policy: Attempts) -> T:
     while True:
         if paced:
             await policy.abefore()
+        policy.made += 1
         try:
             result = await attempt()
         except APIError as error:
-            delay = await policy.afailed(error)
+            try:
+                delay = await policy.afailed(error)
+            except APIError as final:
+                final = policy.gave_up(final) if final is error else final
+                raise final from final.__cause__
         else:
             if paced:
                 await policy.asucceeded(result)

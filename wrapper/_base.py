@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, Type
 
 import httpx
 
-from generated.exceptions import APIStatusError, APITimeoutError, NotFoundError
+from generated.exceptions import APIConnectionError, APIStatusError, APITimeoutError, NotFoundError
 
-from . import _attempts, _sse, _telemetry
+from . import _attempts, _fork, _sse, _telemetry
 from ._checkout import CheckoutTransport
 from ._errors_map import Malformed, connection_error, invalid, is_transport_failure, requested
 from ._headers import ResponseHeaders
@@ -360,18 +360,36 @@ class _ClientCore:
         """The typed error for a failure while reading a stream's events (an idle stream's says so)."""
         if isinstance(exc, APIStatusError):  # an error event
             return requested(exc)
-        if isinstance(exc, httpx.ReadTimeout) and options.stream_idle_timeout is not None:
+        idle = options.stream_idle_timeout
+        if isinstance(exc, httpx.ReadTimeout) and idle is not None:
             return APITimeoutError(
-                f"the stream sent nothing for {options.stream_idle_timeout:g} s (stream_idle_timeout)",
-                request=response.request,
+                f"the stream sent nothing for {idle:g} s (stream_idle_timeout)", request=response.request
             )
         return connection_error(exc, response.request) if is_transport_failure(exc) else exc
+
+    def _stream_failed(
+        self, response: httpx.Response, exc: Exception, attempts: _attempts.Attempts
+    ) -> Exception:
+        """The error that ends a stream after its first chunk (never retried): as ``_chunks_failed``,
+        a connection error saying how many attempts were made and that the stream had begun."""
+        error = self._chunks_failed(response, exc, attempts.options)
+        if isinstance(error, APIConnectionError) and error is not exc:
+            return attempts.gave_up(error, begun=True)
+        return error
 
     def _stream_opened(self, response: httpx.Response, request: Request, started: float) -> httpx.Response:
         """The stream's response, its status checked."""
         reply = Reply(response.status_code, response.headers.raw, b"", response.request, response)
         self._checked(reply, request, started)
         return response
+
+
+def _own_pool(limits: httpx.Limits) -> httpx.Client:
+    """A sync client's own pool: the checkout transport, unless a proxy is configured in the environment
+    (httpx applies the environment's proxies only to a pool of its own making)."""
+    context = ssl_context()
+    transport = None if proxy_in_env() else CheckoutTransport(limits, context)
+    return httpx.Client(transport=transport, limits=limits, verify=context, trust_env=True)
 
 
 class SyncClient(_ClientCore):
@@ -389,12 +407,11 @@ class SyncClient(_ClientCore):
         limits = checked_limits(limits, _checked_http_client(http_client, httpx.Client))
         super().__init__(wire, settings, default_headers, dict(options))
         if http_client is None:
-            # httpx applies the environment's proxies only to a pool of its own making.
-            context = ssl_context()
-            transport = None if proxy_in_env() else CheckoutTransport(limits, context)
-            http_client = httpx.Client(transport=transport, limits=limits, verify=context, trust_env=True)
-        self._transport = HttpxTransport(http_client)
-        self._pool_closed = lambda: http_client.is_closed
+            own = functools.partial(_own_pool, limits)
+            self._transport = transport = HttpxTransport(own(), own)
+        else:
+            self._transport = transport = HttpxTransport(http_client)
+        self._pool_closed = lambda: transport.client.is_closed
 
     def close(self) -> None:
         """Close the connection pool (its ``with_options`` copies' too); later calls are refused.
@@ -490,7 +507,7 @@ class SyncClient(_ClientCore):
             except DeadlinePassed as exc:
                 raise exc.error(response.request, attempts.retries + 1) from exc.__cause__
             except Exception as exc:
-                raise self._chunks_failed(response, exc, options) from exc
+                raise self._stream_failed(response, exc, attempts) from exc
             finally:
                 chunks.close()
 
@@ -668,7 +685,7 @@ class AsyncClient(_ClientCore):
             except DeadlinePassed as exc:
                 raise exc.error(response.request, attempts.retries + 1) from exc.__cause__
             except Exception as exc:
-                raise self._chunks_failed(response, exc, options) from exc
+                raise self._stream_failed(response, exc, attempts) from exc
             finally:
                 await chunks.aclose()
 
@@ -735,12 +752,19 @@ C = TypeVar("C", bound=SyncClient)
 
 
 class DefaultClient(Generic[C]):
-    """The client behind a module's ``complete``/``stream``: built from the environment on first use."""
+    """The client behind a module's ``complete``/``stream``: built from the environment on first use.
+
+    A forked child keeps it: the client drops the pool it inherited (``wrapper._fork``).
+    """
 
     def __init__(self, factory: Callable[[], C]) -> None:
         self._factory = factory
         self._client: C | None = None
         self._lock = threading.Lock()
+        _fork.register(self)
+
+    def after_fork(self) -> None:
+        self._lock = threading.Lock()  # a thread of the parent may have held it at the fork
 
     def get(self) -> C:
         """The client, built on the first call (thread-safe) and closed when the interpreter exits."""

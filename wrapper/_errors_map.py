@@ -49,19 +49,42 @@ def is_transport_failure(exc: BaseException) -> bool:
     return isinstance(exc, httpx.TransportError | httpx.DecodingError)
 
 
+_TIMED_OUT = {
+    "connect": "connect timeout: no connection to {where} within {seconds}; check base_url and the network, "
+    "or raise the connect timeout",
+    "read": "read timeout: {where} sent nothing for {seconds}",
+    "write": "write timeout: the request could not be sent to {where} within {seconds}",
+    "pool": "pool timeout: no connection to {where} came free within {seconds} "
+    "(as many as the pool's limits allow were busy)",
+}
+"""What each of httpx's timeouts (``httpx.Timeout``'s fields) says when it runs out."""
+_PHASES: tuple[tuple[type[httpx.TimeoutException], str], ...] = (
+    (httpx.ConnectTimeout, "connect"),
+    (httpx.ReadTimeout, "read"),
+    (httpx.WriteTimeout, "write"),
+    (httpx.PoolTimeout, "pool"),
+)
+
+
+def timeout_phase(exc: BaseException | None) -> str | None:
+    """Which timeout ``exc`` (httpx's) ran out: ``connect``, ``read``, ``write`` or ``pool``; None if none."""
+    return next((phase for kind, phase in _PHASES if isinstance(exc, kind)), None)
+
+
 def connection_error(exc: Exception, request: httpx.Request) -> APIConnectionError:
     """The ``APIConnectionError`` (``APITimeoutError`` for a timeout) for a transport failure.
 
-    A failure to connect reads the same whichever transport met it: the host and port, why, and
-    what to check.
+    It reads the same whichever transport met the failure: where, what happened (which timeout ran
+    out, after how many seconds) and what to check. Nothing in it looks like an HTTP status: none
+    came.
     """
-    timed_out = isinstance(exc, httpx.TimeoutException)
     url = request.url
     where = f"{url.host}:{url.port or {'http': 80, 'https': 443}.get(url.scheme, '')}"
-    if isinstance(exc, httpx.ConnectTimeout):
-        message = (
-            f"timed out connecting to {where}: check base_url and the network (or raise the connect timeout)"
-        )
+    phase = timeout_phase(exc)
+    detail = str(exc) or type(exc).__name__
+    if phase is not None:
+        seconds = request.extensions.get("timeout", {}).get(phase)
+        message = _TIMED_OUT[phase].format(where=where, seconds=_seconds(seconds))
     elif isinstance(exc, httpx.ConnectError):
         reason = _reason(exc)
         check = (
@@ -70,11 +93,18 @@ def connection_error(exc: Exception, request: httpx.Request) -> APIConnectionErr
             else "check base_url, and that the server is up and reachable"
         )
         message = f"cannot connect to {where} ({reason}): {check}"
-    else:
-        message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    error = (APITimeoutError if timed_out else APIConnectionError)(message, request=request)
+    elif isinstance(exc, httpx.DecodingError):
+        message = f"the response from {where} could not be decoded: {detail}"
+    else:  # reset, cut mid-body, a garbled status line or header, ...
+        message = f"the connection to {where} failed: {detail}"
+    error = (APITimeoutError if phase is not None else APIConnectionError)(message, request=request)
     error.__cause__ = exc
     return error
+
+
+def _seconds(value: float | None) -> str:
+    """``0.5 s``: a timeout as a message gives it, to the millisecond (a deadline's cut leaves 0.49987...)."""
+    return "no time limit" if value is None else f"{round(value, 3):g} s"
 
 
 def _reason(exc: BaseException) -> str:

@@ -5,13 +5,23 @@ loop: ``asyncio.run(...)`` twice, or a loop per thread, each get their own. Each
 a small async generator started in its loop: ``asyncio.run`` (and every runner that calls
 ``loop.shutdown_asyncgens()``, as pytest-asyncio's does) closes it before closing the loop, and the
 generator then closes the pool, so nothing is left open when a loop ends, closed client or not.
+
+A loop closed without ``shutdown_asyncgens()`` (``loop.close()`` by hand) leaves its pool open: once
+the loop is closed nothing can close it (aiohttp's and asyncio's closing schedules callbacks on the
+loop, which a closed loop refuses), so close the client before such a loop.
+
+In a forked child every pool inherited from the parent is abandoned unclosed (``wrapper._fork``): its
+sockets are the parent's, and closing them would send TLS close_notify on the parent's connections.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+
+from . import _fork
 
 if TYPE_CHECKING:
     import asyncio
@@ -33,12 +43,26 @@ class PerLoop(Generic[P]):
         self._factory = factory
         self._lock = threading.Lock()  # loops in several threads may ask at once
         self._pools: dict[asyncio.AbstractEventLoop, tuple[P, AsyncGenerator[None, None]]] = {}
+        self._pid = os.getpid()
+        _fork.register(self)
+
+    def after_fork(self) -> None:
+        """In a forked child: abandon the parent's pools (see the module)."""
+        self._pid = os.getpid()
+        self._lock = threading.Lock()  # a thread of the parent may have held it at the fork
+        _fork.abandon(self._pools)
+        self._pools = {}
+
+    def _entries(self) -> dict[asyncio.AbstractEventLoop, tuple[P, AsyncGenerator[None, None]]]:
+        if self._pid != os.getpid():  # forked without running the fork hooks
+            self.after_fork()
+        return self._pools
 
     def ready(self) -> P | None:
         """The running loop's pool if it is open already (no waiting), else None."""
         import asyncio
 
-        entry = self._pools.get(asyncio.get_running_loop())
+        entry = self._entries().get(asyncio.get_running_loop())
         return None if entry is None else entry[0]
 
     async def get(self) -> P:
@@ -46,7 +70,7 @@ class PerLoop(Generic[P]):
         import asyncio  # here: `import wrapper.scale` does not import asyncio
 
         loop = asyncio.get_running_loop()
-        entry = self._pools.get(loop)
+        entry = self._entries().get(loop)
         if entry is not None:
             return entry[0]
         pool = self._factory()
@@ -59,14 +83,17 @@ class PerLoop(Generic[P]):
         return pool
 
     async def _watch(self, loop: asyncio.AbstractEventLoop, pool: P) -> AsyncGenerator[None, None]:
-        """Yields once, then waits: once closed (its loop shutting down, or ``aclose``), closes ``pool``."""
+        """Yields once, then waits: once closed (its loop shutting down, or ``aclose``), closes ``pool``
+        (unless this is a forked child, which inherited ``pool`` from its parent)."""
+        pid = os.getpid()
         try:
             yield
         finally:
-            with self._lock:
-                if self._pools.get(loop, (None,))[0] is pool:
-                    del self._pools[loop]
-            await pool.aclose()
+            if os.getpid() == pid:
+                with self._lock:
+                    if self._pools.get(loop, (None,))[0] is pool:
+                        del self._pools[loop]
+                await pool.aclose()
 
     async def aclose(self) -> None:
         """Close this loop's pool now, and every other loop's pool from within that loop."""

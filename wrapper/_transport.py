@@ -15,6 +15,7 @@ under concurrency. The async pools are opened per event loop (``_loops``).
 from __future__ import annotations
 
 import json
+import os
 import ssl
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import httpx
 
+from . import _fork
 from ._loops import PerLoop
 from ._network import httpx_is_watched
 
@@ -141,18 +143,37 @@ def _reply(response: httpx.Response) -> Reply:
 
 
 class HttpxTransport:
-    """Requests through an ``httpx.Client``: its transport, auth, event hooks and default headers apply."""
+    """Requests through an ``httpx.Client``: its transport, auth, event hooks and default headers apply.
 
-    def __init__(self, client: httpx.Client) -> None:
+    ``own`` builds the client again, for a client's own pool: a forked child releases the one it
+    inherited and builds its own (``wrapper._fork``). A client you pass is yours to rebuild.
+    """
+
+    def __init__(self, client: httpx.Client, own: Callable[[], httpx.Client] | None = None) -> None:
         self.client = client
+        self._own = own
+        self._pid = os.getpid()
+        if own is not None:
+            _fork.register(self)
+
+    def after_fork(self) -> None:
+        if self._own is not None and not self.client.is_closed:
+            inherited, self.client = self.client, self._own()
+            _fork.release(inherited)
+        self._pid = os.getpid()  # last: should building fail, the next call tries again
+
+    def _client(self) -> httpx.Client:
+        if self._pid != os.getpid():  # forked without running the fork hooks
+            self.after_fork()
+        return self.client
 
     def send(self, request: Request) -> Reply:
-        return _reply(self.client.send(_built(self.client, request), follow_redirects=False))
+        client = self._client()
+        return _reply(client.send(_built(client, request), follow_redirects=False))
 
     def stream(self, request: Request, idle: float | None) -> httpx.Response:
-        return _idle(
-            self.client.send(_built(self.client, request), stream=True, follow_redirects=False), idle
-        )
+        client = self._client()
+        return _idle(client.send(_built(client, request), stream=True, follow_redirects=False), idle)
 
     def close(self) -> None:
         self.client.close()
@@ -180,6 +201,20 @@ class AsyncHttpxTransport:
         await self.client.aclose()
 
 
+def _load_ahead(*, own: bool, httpx_async: bool) -> None:
+    """Import now, as an async client is built, what its first call would import inside the event loop.
+
+    There, importing aiohttp (some 80 modules, for the client's own pools) blocked the loop for 0.2 to
+    0.5 s, and asyncio's debug mode reported it; httpx's async pool imports its anyio backend on its
+    first connection. The modules load once per process: later clients find them loaded.
+    """
+    if own:
+        import wrapper._aiohttp_transport  # noqa: F401
+    if httpx_async:
+        import anyio._backends._asyncio  # noqa: F401  (what anyio.connect_tcp imports)
+        import httpcore._backends.anyio  # noqa: F401  (what httpcore's AutoBackend imports)
+
+
 class AsyncTransports:
     """An async client's transports, and the choice between them on each call (``pick``).
 
@@ -200,12 +235,15 @@ class AsyncTransports:
         self._proxy = proxy
         self._lock = threading.Lock()
         self._closed = False
+        _load_ahead(own=http_client is None, httpx_async=http_client is not None or proxy)
+        if http_client is None:
+            verify()  # the pools' TLS context, loaded now (it is cached): a CA bundle takes tens of ms
 
         def own_httpx() -> AsyncHttpxTransport:
             return AsyncHttpxTransport(httpx.AsyncClient(limits=limits, verify=verify(), trust_env=True))
 
         def own_aiohttp() -> AiohttpTransport:
-            from ._aiohttp_transport import AiohttpTransport  # here: aiohttp is slow to import
+            from ._aiohttp_transport import AiohttpTransport  # imported by _load_ahead already
 
             return AiohttpTransport(verify(), limits)
 

@@ -1,0 +1,283 @@
+"""How a failure on the wire reads, and what it leads to, on every path: the sync client, the async
+client on its own pools (aiohttp), and the async client on a user's ``httpx.AsyncClient``.
+
+Each scenario is a loopback server misbehaving on purpose: a stream that stalls half-way, an answer
+that never comes, a body cut short, a response header larger than aiohttp's default limit, a body in
+an encoding nobody asked for. Every path must raise the same class, retry the same number of times,
+and say which timeout ran out, after how many seconds and how many attempts, in words that never
+look like an HTTP status.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import select
+import socket
+import time
+from typing import Any
+
+import httpx
+import pytest
+from helpers import LocalServer, call, collect, json_reply, scale_body, sse_reply
+
+from wrapper.errors import (
+    APIConnectionError,
+    APIResponseValidationError,
+    APITimeoutError,
+    InternalServerError,
+)
+from wrapper.sandbox import Sandbox
+
+EVENT = json.dumps({"completions": [["p", ["Hi"]]]})
+LAST = json.dumps({"completions": [["p", [" there"]]], "finish_reason": "stop"})
+
+
+def looks_like_a_status(message: str, server: LocalServer) -> bool:
+    """Whether a message (its server's address aside) reads as if an HTTP status came, as aiohttp's
+    parser errors did ("TransferEncodingError: 400, message=...")."""
+    return re.search(r"\b[1-5]\d\d\b|HTTP", message.replace(where(server), "")) is not None
+
+
+def where(server: LocalServer) -> str:
+    return server.url.removeprefix("http://")
+
+
+def until_the_client_leaves(handler: Any, limit: float = 10.0) -> None:
+    """Hold the connection, sending nothing, until the client closes it (or ``limit`` seconds pass)."""
+    connection: socket.socket = handler.connection
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        readable, _, _ = select.select([connection], [], [], 0.05)
+        if readable and not connection.recv(1, socket.MSG_PEEK):
+            break
+    handler.close_connection = True
+
+
+def stalls_after_one_event(handler: Any) -> None:
+    """A stream whose first event arrives, then nothing more (the sandbox's ``pace`` fault, at its worst)."""
+    handler.send_response(200)
+    handler.send_header("content-type", "text/event-stream")
+    handler.send_header("transfer-encoding", "chunked")
+    handler.end_headers()
+    data = f"data: {EVENT}\n\n".encode()
+    handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+    handler.wfile.flush()
+    until_the_client_leaves(handler)
+
+
+def never_answers(handler: Any) -> None:
+    until_the_client_leaves(handler)
+
+
+async def completed(client: Any, kind: str) -> Any:
+    """The result of ``client.complete`` (``kind`` "complete") or the chunks of ``client.stream``."""
+    if kind == "complete":
+        return await call(client.complete("m", "p"))
+    return await collect(client.stream("m", "p"))
+
+
+async def read_until_it_fails(stream: Any) -> tuple[list[str], Exception]:
+    """The texts a stream gave before it raised, and what it raised."""
+    texts: list[str] = []
+    try:
+        if hasattr(stream, "__aiter__"):
+            async for chunk in stream:
+                texts.append(chunk.text)
+        else:
+            for chunk in stream:
+                texts.append(chunk.text)
+    except Exception as exc:
+        return texts, exc
+    raise AssertionError(f"the stream ended without an error after {texts}")
+
+
+# --- timeouts: which one, how long, how many attempts ---------------------------------------------------
+
+
+async def test_a_stream_that_stalls_midway_is_a_read_timeout(
+    net_client: Any, server: LocalServer, path: str
+) -> None:
+    """No ``stream_idle_timeout``: the read timeout bounds each wait (aiohttp's used to raise TypeError)."""
+    server.script(stalls_after_one_event)
+    client = net_client("scale", path, server.url, timeout=httpx.Timeout(10.0, read=0.3), max_retries=2)
+    texts, error = await read_until_it_fails(client.stream("m", "p"))
+    assert texts == ["Hi"]
+    assert type(error) is APITimeoutError
+    assert str(error) == (
+        f"read timeout: {where(server)} sent nothing for 0.3 s "
+        "(after 1 attempt; a stream that has begun is not retried)"
+    )
+    assert len(server.requests) == 1
+
+
+async def test_the_sandboxs_pace_fault_stalls_a_stream_into_a_read_timeout(
+    net_client: Any, sandbox: Sandbox, path: str
+) -> None:
+    sandbox.inject(pace=2.0, count=1, api="scale")  # two seconds after each chunk
+    client = net_client("scale", path, sandbox.scale_base_url, timeout=httpx.Timeout(10.0, read=0.3))
+    texts, error = await read_until_it_fails(client.stream("llama-3-8b-instruct", "Alice", max_tokens=8))
+    assert len(texts) == 1
+    assert type(error) is APITimeoutError
+    assert str(error).startswith("read timeout: ")
+
+
+@pytest.mark.usefixtures("sleeps")  # testing mode: the retries do not wait
+@pytest.mark.parametrize("kind", ["complete", "stream"])
+async def test_a_read_timeout_says_so_with_its_seconds_and_attempts(
+    net_client: Any, server: LocalServer, path: str, kind: str
+) -> None:
+    server.script(never_answers)
+    client = net_client("scale", path, server.url, timeout=httpx.Timeout(10.0, read=0.25), max_retries=2)
+    with pytest.raises(APITimeoutError) as caught:
+        await completed(client, kind)
+    assert str(caught.value) == f"read timeout: {where(server)} sent nothing for 0.25 s (after 3 attempts)"
+    assert len(server.requests) == 3
+
+
+@pytest.mark.parametrize("kind", ["complete", "stream"])
+async def test_a_timeout_cut_short_by_the_deadline_says_the_deadline_ran_out(
+    net_client: Any, server: LocalServer, path: str, kind: str
+) -> None:
+    server.script(never_answers)
+    client = net_client("scale", path, server.url, timeout=10.0, deadline=0.4)  # no retries
+    started = time.monotonic()
+    with pytest.raises(APITimeoutError) as caught:
+        await completed(client, kind)
+    assert time.monotonic() - started < 0.4 + 1.0
+    message = str(caught.value)
+    assert message.startswith("the call's deadline of 0.4 s ran out after 1 attempt; the last failed with: ")
+    assert f"read timeout: {where(server)} sent nothing for 0.4 s" in message  # the time the cut left
+    assert isinstance(caught.value.__cause__, APITimeoutError)
+
+
+async def test_a_wait_for_a_free_connection_is_the_pool_timeout(
+    net_client: Any, server: LocalServer, path: str
+) -> None:
+    """With one connection allowed and a stream holding it, the next call waits up to the pool timeout
+    (aiohttp's own pool counted that wait toward its connect timeout); once the stream is closed, the
+    connection is free again."""
+    server.script(sse_reply([f"data: {EVENT}"], then="hold"), json_reply(200, scale_body()))
+    one = httpx.Limits(max_connections=1)
+    pooled = {"user_options": {"limits": one}} if path == "async-user" else {"limits": one}
+    client = net_client("scale", path, server.url, timeout=httpx.Timeout(10.0, pool=0.2), **pooled)
+    stream = client.stream("m", "p")
+    assert (await call(anext(stream) if hasattr(stream, "__anext__") else next(stream))).text == "Hi"
+    with pytest.raises(APITimeoutError) as caught:
+        await call(client.complete("m", "p"))
+    assert str(caught.value) == (
+        f"pool timeout: no connection to {where(server)} came free within 0.2 s "
+        "(as many as the pool's limits allow were busy) (after 1 attempt)"
+    )
+    await call(stream.close())
+    assert (await call(client.complete("m", "p"))).text == "Paris"
+
+
+# --- a body cut short: a connection error, worded as one -------------------------------------------------
+
+
+async def test_a_stream_cut_midway_reads_as_a_connection_failure_not_a_status(
+    net_client: Any, server: LocalServer, path: str
+) -> None:
+    server.script(sse_reply([f"data: {EVENT}"], then="cut"))
+    client = net_client("scale", path, server.url)
+    texts, error = await read_until_it_fails(client.stream("m", "p"))
+    assert texts == ["Hi"]
+    assert type(error) is APIConnectionError
+    message = str(error)
+    assert message.startswith(f"the connection to {where(server)} failed: ")
+    assert message.endswith("(after 1 attempt; a stream that has begun is not retried)")
+    assert not looks_like_a_status(message, server)
+
+
+# --- response heads and encodings: the same outcome and retry decision on every path ---------------------
+
+
+@pytest.mark.parametrize("size", [8_191, 60_000])
+async def test_a_response_header_over_aiohttps_default_limit_is_read(
+    net_client: Any, server: LocalServer, path: str, size: int
+) -> None:
+    server.script(json_reply(200, scale_body(), {"x-large": "a" * size}))
+    client = net_client("scale", path, server.url)
+    result = await call(client.complete("m", "p"))
+    assert result.text == "Paris"
+    assert result.headers["x-large"] == "a" * size
+
+
+@pytest.mark.usefixtures("sleeps")
+async def test_a_response_head_too_large_for_httpx_fails_alike(
+    net_client: Any, server: LocalServer, path: str
+) -> None:
+    server.script(json_reply(200, scale_body(), {"x-large": "a" * 200_000}))
+    client = net_client("scale", path, server.url, max_retries=1)
+    with pytest.raises(APIConnectionError) as caught:
+        await call(client.complete("m", "p"))
+    assert type(caught.value) is APIConnectionError
+    assert str(caught.value).startswith(f"the connection to {where(server)} failed: ")
+    assert not looks_like_a_status(str(caught.value), server)
+    assert len(server.requests) == 2  # retried once, as any connection failure
+
+
+BODY = json.dumps(scale_body()).encode()
+BROTLI = b"\x1b\x0f\x00\xf8\xa5@\xc2\xaa"  # brotli, which no transport here decodes (nor asks for)
+
+
+@pytest.mark.usefixtures("sleeps")
+@pytest.mark.parametrize(
+    ("status", "encoding", "content", "outcome", "sent"),
+    [
+        (200, "br", BROTLI, APIResponseValidationError, 1),  # passed through undecoded: not JSON
+        (503, "br", BROTLI, InternalServerError, 2),  # the status still decides
+        (200, "x-unknown", BODY, None, 1),  # an encoding nobody knows passes through, as in httpx
+        (200, "gzip", b"not gzip at all", APIConnectionError, 2),  # a body that does not decode
+        (200, "gzip", gzip.compress(BODY), None, 1),
+    ],
+    ids=["br", "br-503", "unknown", "corrupt-gzip", "gzip"],
+)
+async def test_a_content_encoding_gives_the_same_outcome_on_every_path(
+    net_client: Any,
+    server: LocalServer,
+    path: str,
+    status: int,
+    encoding: str,
+    content: bytes,
+    outcome: type[Exception] | None,
+    sent: int,
+) -> None:
+    reply = json_reply(status, content, {"content-encoding": encoding, "content-type": "application/json"})
+    server.script(reply)
+    client = net_client("scale", path, server.url, max_retries=1)
+    if outcome is None:
+        assert (await call(client.complete("m", "p"))).text == "Paris"
+    else:
+        with pytest.raises(outcome) as caught:
+            await call(client.complete("m", "p"))
+        assert type(caught.value) is outcome
+    assert len(server.requests) == sent
+
+
+async def test_every_path_asks_for_the_encodings_httpx_decodes(
+    net_client: Any, server: LocalServer, path: str
+) -> None:
+    with httpx.Client() as plain:
+        asked = plain.headers["accept-encoding"]
+    client = net_client("scale", path, server.url)
+    await call(client.complete("m", "p"))
+    assert server.requests[0][2]["accept-encoding"] == asked
+
+
+async def test_a_compressed_stream_is_read_alike(net_client: Any, server: LocalServer, path: str) -> None:
+    content = gzip.compress(f"data: {EVENT}\n\ndata: {LAST}\n\n".encode())
+
+    def reply(handler: Any) -> None:
+        handler.send_response(200)
+        handler.send_header("content-type", "text/event-stream")
+        handler.send_header("content-encoding", "gzip")
+        handler.send_header("content-length", str(len(content)))
+        handler.end_headers()
+        handler.wfile.write(content)
+
+    server.script(reply)
+    client = net_client("scale", path, server.url)
+    assert [chunk.text for chunk in await collect(client.stream("m", "p"))] == ["Hi", " there"]
