@@ -47,11 +47,13 @@ The details, with each Gradient error's status: ``python -m wrapper.sandbox --he
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import re
+import signal
 import socket
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from types import TracebackType
 from typing import Any, Self
 
@@ -171,11 +173,35 @@ def serve(
     app = _app(seed, rpm, tpm, api_key, access_token, any_model)
     for rule in faults:
         app.faults.add(parse_rule(rule))
-    with _listen(host, port) as listener:
+    server = _server(app, host, port)
+    with _listen(host, port) as listener, _interrupt_stops(server) as interrupted:
         url = "http://{}:{}".format(*listener.getsockname()[:2])
         where = ", ".join(f"{h.title} at {url}{h.api.sandbox_path}" for h in registry().values())
         print(f"Sandbox: {where}", flush=True)
-        _server(app, host, port).run(sockets=[listener])
+        server.run(sockets=[listener])
+    if interrupted:
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _interrupt_stops(server: uvicorn.Server) -> Iterator[list[int]]:
+    """Ctrl-C (SIGINT) stops ``server`` whenever it comes, before its loop starts too (where Python's own
+    handler would raise ``KeyboardInterrupt`` between creating the server's coroutine and running it);
+    the list it gives holds the signal once one came."""
+    if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
+        yield []
+        return
+    interrupted: list[int] = []
+
+    def stop(signum: int, frame: object) -> None:
+        interrupted.append(signum)
+        server.should_exit = True
+
+    previous = signal.signal(signal.SIGINT, stop)
+    try:
+        yield interrupted
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _app(
