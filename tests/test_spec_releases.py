@@ -104,8 +104,8 @@ def project_copy(tmp_path: Path) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", ".mypy_cache", ".pytest_cache")
     for name in COPIED:
         source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, copy / name, ignore=ignore)
+        if source.is_dir():  # symlinks as links: the copy's wrapper/_generated is its own generated/
+            shutil.copytree(source, copy / name, ignore=ignore, symlinks=True)
         else:
             shutil.copy2(source, copy / name)
     return copy
