@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from generated.exceptions import APIError, APITimeoutError
+from wrapper._generated.exceptions import APIError, APITimeoutError
 
 from . import _retry
 

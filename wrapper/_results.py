@@ -13,8 +13,8 @@ import attrs
 from ._headers import ResponseHeaders
 
 if TYPE_CHECKING:
-    from generated.gradient.models import CompleteModelSuccess
-    from generated.scale.models import CompletionResponse
+    from wrapper._generated.gradient.models import CompleteModelSuccess
+    from wrapper._generated.scale.models import CompletionResponse
 
 __all__ = [
     "NO_HEADERS",
@@ -199,12 +199,12 @@ def _number(value: Any) -> float:
 
 
 def _raw_model(raw_type: str, raw: Mapping[str, Any], where: str) -> Any:
-    """``raw`` parsed by the generated class named ``raw_type`` (looked up in ``generated`` only)."""
+    """``raw`` parsed by the generated class named ``raw_type`` (looked up in ``wrapper._generated`` only)."""
     from importlib import import_module
 
     module, _, name = raw_type.rpartition(".")
     try:
-        if module.partition(".")[0] != "generated":
+        if not module.startswith("wrapper._generated."):
             raise ImportError(module)
         from_dict = getattr(import_module(module), name).from_dict
     except (ImportError, AttributeError):
