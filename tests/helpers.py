@@ -6,6 +6,7 @@ import contextlib
 import inspect
 import json
 import logging
+import os
 import re
 import select
 import shutil
@@ -41,14 +42,19 @@ TEST_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
 NO_SUCH_NAME = "zz_no_spec_has_this_name"  # an unknown keyword, key or field in any spec
 
 
-def tracked_copy(dest: Path) -> Path:
-    """The checkout's tracked files copied into ``dest``, as ``git clone`` gives them: a symlink stays one."""
+def tracked_copy(dest: Path, *, symlinks: bool = True) -> Path:
+    """The checkout's tracked files copied into ``dest``, as ``git clone`` gives them: a symlink stays one,
+    or with ``symlinks=False`` is a small file holding its target, as where Git's ``core.symlinks`` is off
+    (Git for Windows' default)."""
     tracked = subprocess.run(
         ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.split("\0")
     for name in filter(None, tracked):
         (dest / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / name, dest / name, follow_symlinks=False)
+        if (ROOT / name).is_symlink() and not symlinks:
+            (dest / name).write_text(os.readlink(ROOT / name))
+        else:
+            shutil.copy2(ROOT / name, dest / name, follow_symlinks=False)
     return dest
 
 

@@ -13,16 +13,21 @@ import tomllib
 import zipfile
 from pathlib import Path
 
+import pytest
 from helpers import ROOT, installed_top_level, tracked_copy
 
 PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("**/*.md"))]
 
 
-def test_the_wheel_installs_wrapper_alone_with_the_generated_code_inside(tmp_path: Path) -> None:
+@pytest.mark.parametrize("symlinks", [True, False], ids=["clone", "clone-without-symlinks"])
+def test_the_wheel_installs_wrapper_alone_with_the_generated_code_inside(
+    tmp_path: Path, symlinks: bool
+) -> None:
     """Built from a clone as ``make dist`` builds it (the sdist, then the wheel from the sdist): one
     top-level package, ``wrapper``, so that no name of an application's clashes with the library's; the
-    generated tree, every file of it, is ``wrapper/_generated/``."""
-    clone = tracked_copy(tmp_path / "clone")
+    generated tree, every file of it, is ``wrapper/_generated/``, also from a clone whose link
+    wrapper/_generated is a plain file (setup.py maps generated/ itself)."""
+    clone = tracked_copy(tmp_path / "clone", symlinks=symlinks)
     built = subprocess.run(
         [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(tmp_path / "dist"), str(clone)],
         capture_output=True,
