@@ -19,6 +19,15 @@ from helpers import ROOT, installed_top_level, tracked_copy
 PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("**/*.md"))]
 
 
+def test_wrapper_generated_is_the_link_to_generated() -> None:
+    """One generated tree in the checkout, under its installed name too: a copy in its place would go
+    stale at the next ``make regen`` while the builds took generated/ (CONTRIBUTING.md)."""
+    link = ROOT / "wrapper" / "_generated"
+    fix = "wrapper/_generated must be the link to ../generated (on Windows: git clone -c core.symlinks=true)"
+    assert link.is_symlink(), fix
+    assert link.resolve() == (ROOT / "generated").resolve(), fix
+
+
 @pytest.mark.parametrize("symlinks", [True, False], ids=["clone", "clone-without-symlinks"])
 def test_the_wheel_installs_wrapper_alone_with_the_generated_code_inside(
     tmp_path: Path, symlinks: bool
