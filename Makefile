@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 
 # The editable install's import hook is invisible to type checkers (mypy, pyright): a plain path entry
 # (.pth) for the checkout lets them resolve the package too.
-$(BIN)/.installed: pyproject.toml Makefile
+$(BIN)/.installed: pyproject.toml setup.py Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 if TYPE_CHECKING:
-    from generated.gradient.models import FlaggedContentError as _FlaggedContentBody
+    from wrapper._generated.gradient.models import FlaggedContentError as _FlaggedContentBody
 
 __all__ = [
     "APIConnectionError",

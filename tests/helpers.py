@@ -6,8 +6,10 @@ import contextlib
 import inspect
 import json
 import logging
+import os
 import re
 import select
+import shutil
 import socket
 import ssl
 import struct
@@ -16,6 +18,7 @@ import sys
 import threading
 import time
 import tomllib
+import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -37,6 +40,29 @@ SPEC_FILES = {"gradient": ROOT / "specs" / "gradient.json", "scale": ROOT / "spe
 TEST_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
 """What a client a test builds without a ``timeout`` gets (conftest.py): a stuck request fails its test."""
 NO_SUCH_NAME = "zz_no_spec_has_this_name"  # an unknown keyword, key or field in any spec
+
+
+def tracked_copy(dest: Path, *, symlinks: bool = True) -> Path:
+    """The checkout's tracked files copied into ``dest``, as ``git clone`` gives them: a symlink stays one,
+    or with ``symlinks=False`` is a small file holding its target, as where Git's ``core.symlinks`` is off
+    (Git for Windows' default)."""
+    tracked = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split("\0")
+    for name in filter(None, tracked):
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        if (ROOT / name).is_symlink() and not symlinks:
+            (dest / name).write_text(os.readlink(ROOT / name))
+        else:
+            shutil.copy2(ROOT / name, dest / name, follow_symlinks=False)
+    return dest
+
+
+def installed_top_level(wheel: Path) -> set[str]:
+    """The top-level names a wheel installs into site-packages (its ``.dist-info`` aside)."""
+    with zipfile.ZipFile(wheel) as archive:
+        roots = {name.partition("/")[0] for name in archive.namelist()}
+    return {root for root in roots if not root.endswith(".dist-info")}
 
 
 def install_command(extra: str) -> re.Pattern[str]:

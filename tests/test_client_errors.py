@@ -21,8 +21,8 @@ from helpers import (
 )
 from overrides import APIS
 
-from generated import exceptions as tree
 from wrapper import errors
+from wrapper._generated import exceptions as tree
 from wrapper.errors import (
     APIConnectionError,
     APIError,

@@ -23,9 +23,9 @@ from helpers import (
 import wrapper
 import wrapper.gradient
 import wrapper.scale
-from generated.gradient.models import CompleteModelSuccess
-from generated.scale.models import CompletionResponse
 from wrapper import Completion, CompletionChunk, TokenLogprob
+from wrapper._generated.gradient.models import CompleteModelSuccess
+from wrapper._generated.scale.models import CompletionResponse
 from wrapper.gradient import AsyncGradient, Gradient
 from wrapper.scale import AsyncScale, Scale
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -17,6 +16,7 @@ from email.parser import Parser
 from pathlib import Path
 
 import pytest
+from helpers import installed_top_level, tracked_copy
 
 pytestmark = pytest.mark.dist
 
@@ -109,13 +109,7 @@ def test_the_wheel_completes_and_streams_from_a_fresh_venv(venv_python: Path, tm
 def test_the_documented_install_from_a_clone_completes_and_streams(tmp_path: Path) -> None:
     """``pip install './completion-clients[sandbox]'`` as docs/index.md gives it, beside a clone: the
     checkout's tracked files, as ``git clone`` would give them."""
-    clone = tmp_path / "completion-clients"
-    tracked = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.split("\0")
-    for name in filter(None, tracked):
-        (clone / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / name, clone / name)
+    tracked_copy(tmp_path / "completion-clients")
     python = _fresh_venv(tmp_path / "venv")
     _as_a_reader(_documented_install("./completion-clients["), python, cwd=tmp_path)
     done = _run(python, "-c", SCRIPT, cwd=tmp_path)
@@ -123,6 +117,29 @@ def test_the_documented_install_from_a_clone_completes_and_streams(tmp_path: Pat
     lines = done.stdout.splitlines()
     assert lines[:2] == ["complete length 4", "stream length 4 True"]
     assert lines[2].startswith(f"from {python.parent.parent}"), "imported from elsewhere than the venv"
+
+
+def test_a_folder_with_its_own_generated_package_does_not_break_the_clients(
+    wheel: Path, venv_python: Path, tmp_path: Path
+) -> None:
+    """``generated`` is a common name for an application's own package; the wheel installs ``wrapper``
+    only, with the generated code inside it, so neither shadows the other."""
+    assert installed_top_level(wheel) == {"wrapper"}
+    own = tmp_path / "generated"
+    own.mkdir()
+    (own / "__init__.py").write_text("")
+    (own / "exceptions.py").write_text("class APIError(Exception):\n    pass\n")
+    mine = "import generated.exceptions\nprint('mine', generated.exceptions.__file__)\n"
+    done = _run(venv_python, "-c", SCRIPT + mine, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[:2] == ["complete length 4", "stream length 4 True"]
+    assert lines[-1] == f"mine {own / 'exceptions.py'}"
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    nothing = _run(venv_python, "-c", "import generated", cwd=elsewhere)
+    assert "ModuleNotFoundError: No module named 'generated'" in nothing.stderr, nothing.stderr
 
 
 def test_the_command_line_runs_from_the_wheel(venv_python: Path, tmp_path: Path) -> None:

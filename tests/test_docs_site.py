@@ -112,7 +112,7 @@ def test_the_keyword_reference_lists_each_keyword_as_an_item_and_its_tables_as_t
 ) -> None:
     page = _reference(site)["params"]
     _, described = keywords(spec(api), APIS[api])
-    heading = page.find_id(f"generated.{api}.params.{APIS[api].params_class}")
+    heading = page.find_id(f"wrapper._generated.{api}.params.{APIS[api].params_class}")
     assert heading is not None
     section = next(div for div in page.iter("div") if heading in div.children)  # the class and its docs
     items = list(section.iter("li"))

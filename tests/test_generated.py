@@ -7,12 +7,12 @@ import httpx
 import pytest
 from helpers import error_variants, sample, spec
 
-from generated.gradient import AuthenticatedClient
-from generated.gradient import models as gm
-from generated.gradient.api.models import complete_model
-from generated.scale import Client
-from generated.scale import models as sm
-from generated.scale.api.models import create_completion
+from wrapper._generated.gradient import AuthenticatedClient
+from wrapper._generated.gradient import models as gm
+from wrapper._generated.gradient.api.models import complete_model
+from wrapper._generated.scale import Client
+from wrapper._generated.scale import models as sm
+from wrapper._generated.scale.api.models import create_completion
 
 Handler = Callable[[httpx.Request], httpx.Response]
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -103,6 +104,7 @@ def test_from_dict_keeps_the_kind_of_result(scale: Scale) -> None:
         ({"logprobs": [{"token": "a"}]}, "each logprobs item must be"),
         ({"raw_type": "os.system"}, "'raw_type' must name a generated model class"),
         ({"raw_type": "generated.scale.models.NoSuchModel"}, "'raw_type' must name a generated model class"),
+        ({"raw_type": "generated.CompletionResponse"}, "'raw_type' must name a generated model class"),
         ({"raw": {"no": "completions"}}, "'raw' does not match CompletionResponse"),
     ],
 )
@@ -113,6 +115,25 @@ def test_from_dict_refuses_a_dict_it_did_not_write(
     with pytest.raises(ValueError, match=r"^Completion\.from_dict: ") as caught:
         Completion.from_dict(data)
     assert message in str(caught.value)
+
+
+def test_raw_type_names_the_generated_tree_wherever_it_is_installed(
+    scale: Scale, gradient: Gradient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``generated.<api>.models.<Class>``, as results saved before the generated code was installed inside
+    ``wrapper`` say; reading one never imports an application's own ``generated`` package."""
+    for api in ("scale", "gradient"):
+        (tmp_path / "generated" / api).mkdir(parents=True)
+        (tmp_path / "generated" / api / "models.py").write_text("raise ImportError('the wrong generated')\n")
+    monkeypatch.syspath_prepend(tmp_path)
+    results = {
+        "scale": scale.complete(SCALE_MODEL, "Alice", max_tokens=3),
+        "gradient": gradient.complete(GRADIENT_MODEL, "Alice", max_generated_token_count=3),
+    }
+    for api, result in results.items():
+        data = result.to_dict()
+        assert data["raw_type"] == f"generated.{api}.models.{type(result.raw).__name__}"
+        assert Completion.from_dict(data).raw == result.raw  # not ImportError from the wrong one
 
 
 def test_from_dict_names_a_missing_key() -> None:

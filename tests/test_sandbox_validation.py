@@ -182,7 +182,7 @@ BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 
 def _bounded(api: str, keyword: str) -> bool:
     return not set(BOUNDS).isdisjoint(
-        importlib.import_module(f"generated.{api}.params").KEYWORDS[keyword]["schema"]
+        importlib.import_module(f"wrapper._generated.{api}.params").KEYWORDS[keyword]["schema"]
     )
 
 

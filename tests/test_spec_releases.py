@@ -104,8 +104,8 @@ def project_copy(tmp_path: Path) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", ".mypy_cache", ".pytest_cache")
     for name in COPIED:
         source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, copy / name, ignore=ignore)
+        if source.is_dir():  # symlinks as links: the copy's wrapper/_generated is its own generated/
+            shutil.copytree(source, copy / name, ignore=ignore, symlinks=True)
         else:
             shutil.copy2(source, copy / name)
     return copy
@@ -288,7 +288,7 @@ def test_an_untagged_error_variant(tmp_path: Path) -> None:
         (ERRORS, GENERATED, NORMALIZE),
         f"""
         async def test_untagged_body_keeps_its_status_class(make_client, mode, server: LocalServer) -> None:
-            from generated.gradient.models import {UNTAGGED}
+            from wrapper._generated.gradient.models import {UNTAGGED}
             from wrapper.errors import BadRequestError
 
             assert {UNTAGGED}.from_dict({{"error": "e"}}).error == "e"
@@ -322,7 +322,7 @@ def test_a_31_nullable_enum_and_a_nullable_inline_response_object(tmp_path: Path
         (VALIDATION, REQUESTS, GENERATED),
         f'''
         async def test_enum_and_response_object(make_client, mode, server: LocalServer, tmp_path) -> None:
-            from generated.scale.models import CompletionResponseUsage
+            from wrapper._generated.scale.models import CompletionResponseUsage
 
             server.script(json_reply(200, scale_body(usage={{"total": 7}})))
             client = make_client("scale", mode, base_url=server.url, timeout=10)

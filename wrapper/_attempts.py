@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from generated.exceptions import APIConnectionError, APIError, APITimeoutError
+from wrapper._generated.exceptions import APIConnectionError, APIError, APITimeoutError
 
 from . import _retry
 from ._errors_map import timeout_phase

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, Type
 
 import httpx
 
-from generated.exceptions import APIConnectionError, APIStatusError, APITimeoutError, NotFoundError
+from wrapper._generated.exceptions import APIConnectionError, APIStatusError, APITimeoutError, NotFoundError
 
 from . import _attempts, _fork, _sse, _telemetry
 from ._checkout import CheckoutTransport

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 import attrs
 import httpx
 
-from generated.exceptions import APIError, APIStatusError, RateLimitError
+from wrapper._generated.exceptions import APIError, APIStatusError, RateLimitError
 
 from ._attempts import Attempts
 from ._batch_stats import BatchStats, Tally

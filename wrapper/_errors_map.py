@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from generated.exceptions import (
+from wrapper._generated.exceptions import (
     APIConnectionError,
     APIResponseValidationError,
     APIStatusError,

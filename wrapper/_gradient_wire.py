@@ -7,10 +7,10 @@ from typing import Any, cast
 
 import httpx
 
-from generated.gradient.api.models import complete_model
-from generated.gradient.exceptions import ERRORS
-from generated.gradient.models import CompleteModelBodyParams, CompleteModelSuccess
-from generated.gradient.params import KEYWORDS, PROMPT
+from wrapper._generated.gradient.api.models import complete_model
+from wrapper._generated.gradient.exceptions import ERRORS
+from wrapper._generated.gradient.models import CompleteModelBodyParams, CompleteModelSuccess
+from wrapper._generated.gradient.params import KEYWORDS, PROMPT
 
 from ._errors_map import Malformed, body_of, parse_model, status_error
 from ._results import Completion, ResponseHeaders

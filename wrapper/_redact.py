@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import httpx
 
-from generated.exceptions import REDACTED, SENSITIVE_HEADERS
+from wrapper._generated.exceptions import REDACTED, SENSITIVE_HEADERS
 
 
 def redacted_headers(headers: Mapping[str, str]) -> dict[str, str]:

@@ -10,11 +10,13 @@ from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
 import attrs
 
+from wrapper import _generated
+
 from ._headers import ResponseHeaders
 
 if TYPE_CHECKING:
-    from generated.gradient.models import CompleteModelSuccess
-    from generated.scale.models import CompletionResponse
+    from wrapper._generated.gradient.models import CompleteModelSuccess
+    from wrapper._generated.scale.models import CompletionResponse
 
 __all__ = [
     "NO_HEADERS",
@@ -100,8 +102,9 @@ class _Result:
         Keys: ``text``, ``finish_reason``, ``prompt_tokens``, ``response_tokens``, ``logprobs`` (None,
         or a list of ``{"token", "logprob", "top_logprobs": [{"token", "logprob"}, ...]}``),
         ``request_id``, ``raw`` (the generated model's own ``to_dict()``: the body as the API sent it)
-        and ``raw_type`` (the generated class ``raw`` is rebuilt with). Headers are left out: they
-        describe one HTTP exchange (dates, cookies, rate-limit counters), not the result.
+        and ``raw_type`` (the generated class ``raw`` is rebuilt with, as ``generated.<api>.models.<Class>``
+        whichever version wrote it). Headers are left out: they describe one HTTP exchange (dates,
+        cookies, rate-limit counters), not the result.
         """
         raw = self.raw
         return {
@@ -112,8 +115,7 @@ class _Result:
             "logprobs": None if self.logprobs is None else [_logprob_dict(lp) for lp in self.logprobs],
             "request_id": self.request_id,
             "raw": raw.to_dict(),
-            # the models package's name for it (generated/<api>/models/ re-exports each class)
-            "raw_type": f"{type(raw).__module__.rpartition('.')[0]}.{type(raw).__qualname__}",
+            "raw_type": _raw_type(type(raw)),
         }
 
     def to_json(self, *, indent: int | None = 2) -> str:
@@ -198,15 +200,29 @@ def _number(value: Any) -> float:
     return float(value)
 
 
+_RAW_TYPE_ROOT = "generated"
+"""The first name of a ``raw_type``: the generated tree's own (``generated/`` in the repository), not the
+package it is installed in, so that a result saved by one version loads in another wherever it lives."""
+
+
+def _raw_type(model: type) -> str:
+    """``generated.<api>.models.<Class>``: the class by its models package (which re-exports each class),
+    under the generated tree's own name."""
+    package = model.__module__.rpartition(".")[0].removeprefix(_generated.__name__)
+    return f"{_RAW_TYPE_ROOT}{package}.{model.__qualname__}"
+
+
 def _raw_model(raw_type: str, raw: Mapping[str, Any], where: str) -> Any:
-    """``raw`` parsed by the generated class named ``raw_type`` (looked up in ``generated`` only)."""
+    """``raw`` parsed by the generated class named ``raw_type``, looked up in the installed generated tree
+    only (never in another package, such as an application's own ``generated``)."""
     from importlib import import_module
 
     module, _, name = raw_type.rpartition(".")
+    root, _, inside = module.partition(".")
     try:
-        if module.partition(".")[0] != "generated":
+        if root != _RAW_TYPE_ROOT or not inside:
             raise ImportError(module)
-        from_dict = getattr(import_module(module), name).from_dict
+        from_dict = getattr(import_module(f"{_generated.__name__}.{inside}"), name).from_dict
     except (ImportError, AttributeError):
         raise ValueError(
             f"{where}: 'raw_type' must name a generated model class, as to_dict() writes; got {raw_type!r}"

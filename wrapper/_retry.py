@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 
-from generated.exceptions import APIConnectionError, APIError, APIStatusError, parse_retry_after
+from wrapper._generated.exceptions import APIConnectionError, APIError, APIStatusError, parse_retry_after
 
 from . import _telemetry, testing
 from ._retry_policy import RetryPolicy

@@ -9,10 +9,10 @@ from typing import Any, TypeVar, cast
 import httpx
 from httpx_sse import ServerSentEvent
 
-from generated.scale.api.models import create_completion
-from generated.scale.models import CompletionRequestV2, CompletionResponse, HTTPValidationError
-from generated.scale.params import KEYWORDS, PROMPT
-from generated.scale.types import Unset
+from wrapper._generated.scale.api.models import create_completion
+from wrapper._generated.scale.models import CompletionRequestV2, CompletionResponse, HTTPValidationError
+from wrapper._generated.scale.params import KEYWORDS, PROMPT
+from wrapper._generated.scale.types import Unset
 
 from ._errors_map import Malformed, body_of, json_object, model, status_error, status_message
 from ._results import Completion, CompletionChunk, Deferred, ResponseHeaders, TokenLogprob

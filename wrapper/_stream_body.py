@@ -17,7 +17,7 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from generated.exceptions import APITimeoutError, IncompleteStreamError
+from wrapper._generated.exceptions import APITimeoutError, IncompleteStreamError
 
 if TYPE_CHECKING:
     import httpx

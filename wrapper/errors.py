@@ -14,10 +14,10 @@ is generated into ``generated/gradient/exceptions.py``. Every class here reports
 own, so tracebacks, ``repr`` and pickles name ``wrapper.errors``.
 """
 
-from generated import exceptions as _tree
-from generated.exceptions import *  # noqa: F403
-from generated.gradient import exceptions as _gradient
-from generated.gradient.exceptions import *  # noqa: F403
+from wrapper._generated import exceptions as _tree
+from wrapper._generated.exceptions import *  # noqa: F403
+from wrapper._generated.gradient import exceptions as _gradient
+from wrapper._generated.gradient.exceptions import *  # noqa: F403
 
 __all__ = sorted(_tree.__all__ + _gradient.__all__)
 

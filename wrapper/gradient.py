@@ -32,7 +32,7 @@ from ._base import (
 )
 
 if TYPE_CHECKING:
-    from generated.gradient.params import GradientParams
+    from wrapper._generated.gradient.params import GradientParams
 
     from ._batch import AsyncBatchIterator, BatchIterator
     from ._options import RequestOptions
@@ -240,7 +240,7 @@ def stream(model: str, prompt: str, **params: Unpack[GradientCall]) -> Completio
 def __getattr__(name: str) -> Any:
     """``GradientParams``, the keyword-argument TypedDict generated from the spec, loaded on first use."""
     if name == "GradientParams":
-        from generated.gradient.params import GradientParams
+        from wrapper._generated.gradient.params import GradientParams
 
         return GradientParams
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

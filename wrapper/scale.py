@@ -34,7 +34,7 @@ from ._base import (
 from ._network import header_value
 
 if TYPE_CHECKING:
-    from generated.scale.params import ScaleParams
+    from wrapper._generated.scale.params import ScaleParams
 
     from ._batch import AsyncBatchIterator, BatchIterator
     from ._options import RequestOptions
@@ -260,7 +260,7 @@ def stream(model: str, prompt: str, **params: Unpack[ScaleCall]) -> CompletionSt
 def __getattr__(name: str) -> Any:
     """``ScaleParams``, the keyword-argument TypedDict generated from the spec, loaded on first use."""
     if name == "ScaleParams":
-        from generated.scale.params import ScaleParams
+        from wrapper._generated.scale.params import ScaleParams
 
         return ScaleParams
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

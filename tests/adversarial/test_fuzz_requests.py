@@ -20,7 +20,7 @@ import jsonschema
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from generated.gradient.params import KEYWORDS as GRADIENT_KEYWORDS
+from wrapper._generated.gradient.params import KEYWORDS as GRADIENT_KEYWORDS
 
 from ._clients import GRADIENT_TOKEN, SCALE_KEY, WORKSPACE_ID, new_client
 from ._schemas import JSON_VALUES, from_schema, fuzz_settings, schema, spec

@@ -228,7 +228,7 @@ def flag_params(args: argparse.Namespace) -> dict[str, Any]:
 def _spec_number(provider: str, keyword: str) -> Any:
     """``int`` or ``float``, as the provider's spec types the parameter. Its bounds are the client's to
     check, as for ``--param``: where the spec states none, the value is sent and the service judges it."""
-    params = importlib.import_module(f"generated.{provider}.params")
+    params = importlib.import_module(f"wrapper._generated.{provider}.params")
     return _integer if params.KEYWORDS[keyword]["schema"].get("type") == "integer" else float
 
 

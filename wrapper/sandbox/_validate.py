@@ -22,7 +22,7 @@ from jsonschema.protocols import Validator
 from jsonschema.validators import extend
 from openapi_schema_validator import OAS30Validator, OAS31Validator
 
-import generated
+from wrapper import _generated
 
 Loc = tuple[str | int, ...]
 
@@ -41,7 +41,7 @@ class Operation:
     counts: tuple[str, ...] = ()
 
 
-SPECS = Path(generated.__file__).parent
+SPECS = Path(_generated.__file__).parent
 """Where ``<api>/spec.json`` is read from (tests point it at a regenerated copy)."""
 
 _TYPES = {
