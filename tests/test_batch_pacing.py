@@ -14,9 +14,11 @@ from helpers import LocalServer, json_reply, scale_body
 
 from wrapper import BatchStats
 from wrapper._batch import acomplete_jobs
-from wrapper._pacing import BACKOFF, RECOVERY, SHARE, Pacer
+from wrapper._opening import DOUBLING
+from wrapper._pacing import BACKOFF, MIN_429S, RECOVERY, SHARE, Pacer
 from wrapper.gradient import AsyncGradient, Gradient
 from wrapper.sandbox import Sandbox
+from wrapper.sandbox._limits import RateLimits
 from wrapper.scale import AsyncScale, Scale
 from wrapper.testing import set_testing
 
@@ -232,10 +234,21 @@ class Clock:
         return self.now
 
 
-def _answer(pacer: Pacer, clock: Clock, seconds: float, per_second: int, every_nth_429: int | None) -> None:
-    """``per_second`` answers a second for ``seconds``, each ``every_nth_429``-th of them a 429."""
+def _answer(
+    pacer: Pacer,
+    clock: Clock,
+    seconds: float,
+    per_second: int,
+    every_nth_429: int | None,
+    *,
+    go: bool = False,
+) -> None:
+    """``per_second`` answers a second for ``seconds``, each ``every_nth_429``-th of them a 429; with
+    ``go``, each of a request that went first, once its turn came (as the pacer's opening needs)."""
     for i in range(int(seconds * per_second)):
         clock.now += 1 / per_second
+        for wait in pacer.turns(1) if go else ():
+            clock.now += wait
         if every_nth_429 and i % every_nth_429 == 0:
             pacer.slow_down(0.001)
         else:
@@ -245,22 +258,22 @@ def _answer(pacer: Pacer, clock: Clock, seconds: float, per_second: int, every_n
 def test_a_steady_few_429s_whatever_the_pace_never_slow_the_batch() -> None:
     clock = Clock()
     pacer = Pacer(clock=clock)
-    _answer(pacer, clock, seconds=60, per_second=100, every_nth_429=int(1 / (SHARE / 2)))
-    assert pacer.requests_per_minute == math.inf
+    _answer(pacer, clock, seconds=60, per_second=100, every_nth_429=int(1 / (SHARE / 2)), go=True)
+    assert pacer.requests_per_minute >= 100 * 60  # never below the pace the batch went at
 
 
 def test_a_flaky_servers_early_429s_never_slow_the_batch() -> None:
     clock = Clock()
     pacer = Pacer(clock=clock)
-    _answer(pacer, clock, seconds=0.03, per_second=1000, every_nth_429=5)  # 6 of the first 30: 20%
-    _answer(pacer, clock, seconds=10, per_second=1000, every_nth_429=int(1 / (SHARE / 2)))
-    assert pacer.requests_per_minute == math.inf
+    _answer(pacer, clock, seconds=0.03, per_second=1000, every_nth_429=5, go=True)  # 6 of the first 30: 20%
+    _answer(pacer, clock, seconds=10, per_second=1000, every_nth_429=int(1 / (SHARE / 2)), go=True)
+    assert pacer.requests_per_minute >= 1000 * 60
 
 
 def test_a_limit_cuts_at_most_once_a_second_to_below_what_got_through_then_recovers() -> None:
     clock = Clock()
     pacer = Pacer(clock=clock)
-    _answer(pacer, clock, seconds=0.5, per_second=100, every_nth_429=None)  # 50 get through
+    _answer(pacer, clock, seconds=0.5, per_second=100, every_nth_429=None, go=True)  # 50 get through
     _answer(pacer, clock, seconds=0.5, per_second=100, every_nth_429=2)  # then half are refused
     first = pacer.requests_per_minute / 60
     assert BACKOFF * 50 <= first <= BACKOFF * 60 * (1 + RECOVERY)  # below what got through (INTERVAL, 1 s)
@@ -279,3 +292,89 @@ def test_a_pause_resumes_evenly_not_in_a_burst() -> None:
     pacer.slow_down(1.0)
     waits = [pacer.reserve(1) for _ in range(5)]
     assert waits == pytest.approx([1.1, 1.2, 1.3, 1.4, 1.5])  # one every 0.1 s once the pause is over
+
+
+def _go(pacer: Pacer, clock: Clock) -> float:
+    """Take a request's turn, moving the clock through its waits: the seconds it waited."""
+    start = clock.now
+    for wait in pacer.turns(1):
+        clock.now += wait
+    return clock.now - start
+
+
+def test_with_no_limit_a_pacer_opens_with_four_at_once_then_doubles_while_answers_are_clean() -> None:
+    clock = Clock()
+    pacer = Pacer(clock=clock)
+    went = []
+    while clock.now < 0.3:
+        _go(pacer, clock)
+        went.append(clock.now)
+        clock.now += 0.0005  # each request answered at once, and well
+        pacer.correct(1, 1)
+    assert went[:4] == [0.0, 0.0005, 0.001, 0.0015]  # a quarter second at OPENING: four at once
+    assert went[4] > 0.05  # then it waits: the batch is not let go at once
+    per_step = [sum(1 for t in went if k * DOUBLING <= t < (k + 1) * DOUBLING) for k in range(15)]
+    assert per_step[9] >= 2**3 * per_step[6] > 0  # about twice as many each step
+    assert per_step[-1] == 40  # until the batch (a request at a time, 0.5 ms each) is what limits it
+    assert pacer.requests_per_minute == math.inf  # and the opening is over
+
+
+def test_an_opening_that_meets_a_limit_measures_it_and_cuts_to_below_it() -> None:
+    clock = Clock()
+    server = RateLimits(rpm=1200, clock=clock)  # the sandbox's: a second's budget, 20, may go at once
+    pacer = Pacer(clock=clock)
+    refused = 0
+    for _ in range(300):
+        while True:
+            _go(pacer, clock)
+            clock.now += 0.002  # answered in 2 ms
+            refusal = server.admit("key", 1)
+            if refusal is None:
+                pacer.correct(1, 1)
+                break
+            refused += 1
+            pacer.slow_down(refusal.wait)
+            clock.now += refusal.wait  # the request waits the Retry-After too
+    # Sending all at once meets about a 429 per request over the first second's 20; the opening
+    # meets the few it needs to measure the limit, and keeps under it after.
+    assert refused <= MIN_429S + 2
+    assert 0.6 * 20 <= pacer.requests_per_minute / 60 <= 20 * (1 + RECOVERY * clock.now)
+    assert clock.now <= 1.25 * 300 / 20
+
+
+def test_an_opening_ends_once_the_batch_no_longer_waits_for_it() -> None:
+    clock = Clock()
+    pacer = Pacer(clock=clock)
+    while clock.now < 0.2:  # requests queue for their turns: the rate limits the batch
+        _go(pacer, clock)
+    assert pacer.requests_per_minute < math.inf
+    for _ in range(3):  # then they come slower than it lets them go (the concurrency limits)
+        clock.now += DOUBLING * 1.5
+        assert _go(pacer, clock) == 0
+    assert pacer.requests_per_minute == math.inf
+
+
+@pytest.mark.parametrize("limits", [{"requests_per_minute": 600}, {"tokens_per_minute": 6000}])
+def test_a_pacer_told_a_limit_opens_at_it(limits: dict[str, float]) -> None:
+    clock = Clock()
+    told, fixed = Pacer(**limits, clock=clock), Pacer(**limits, adaptive=False, clock=clock)
+    # Ten requests at once, 10 tokens each: the slots booked are those of a pacer that never adapts.
+    waits = [next(told.turns(10)) for _ in range(10)]
+    assert waits == [fixed.reserve(10) for _ in range(10)]
+    # A quarter second's budget (2.5 requests) at once, then ten a second.
+    assert waits == pytest.approx([0, 0, 0.05, 0.15, 0.25, 0.35, 0.45, 0.55, 0.65, 0.75])
+
+
+def test_a_429_holds_back_a_request_whose_slot_was_booked_before_it() -> None:
+    clock = Clock()
+    pacer = Pacer(requests_per_minute=600, clock=clock)
+    booked = [pacer.turns(1) for _ in range(5)]
+    waits = [next(turns) for turns in booked]
+    assert waits[-1] == pytest.approx(0.25)
+    pacer.slow_down(1.0)  # a 429 asks for a second
+    clock.now += waits[-1]
+    again = next(booked[-1])  # its slot came during the pause: it books one after it
+    assert clock.now + again >= 1.0
+    clock.now += again
+    with pytest.raises(StopIteration):
+        next(booked[-1])

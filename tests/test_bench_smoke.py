@@ -27,6 +27,8 @@ EXPECTED = {
     "rate limit paced, 429s": ("requests", 0.01),
     "rate limit adaptive, rate": ("server's limit", 0.85),
     "rate limit adaptive, 429s": ("requests", 0.1),
+    "rate limit adaptive short batch, wall": ("ideal: prompts / limit", 1.25),
+    "rate limit adaptive short batch, 429s": ("requests", 0.05),
 }
 
 

@@ -213,23 +213,26 @@ def test_a_429_pauses_every_worker_within_one_lease() -> None:
     assert all(t429 + 3.0 - 1e-9 <= t for t in cluster.times() if t > t429 + LEASE + 2 * cluster.hop)
 
 
+class Limited:
+    """A server taking ``capacity`` requests a second across all workers, a second's worth at once,
+    as the sandbox does: it refuses what goes over, saying when the request would be admitted."""
+
+    def __init__(self, capacity: float) -> None:
+        self.capacity = capacity
+        self.level, self.stamp = capacity, 0.0
+
+    def __call__(self, worker: int, now: float) -> tuple[bool, float | None]:
+        self.level = min(self.capacity, self.level + (now - self.stamp) * self.capacity)
+        self.stamp = now
+        if self.level >= 1:
+            self.level -= 1
+            return False, None
+        return True, (1 - self.level) / self.capacity
+
+
 def test_with_no_limit_given_workers_adapt_together_at_the_cost_of_a_set_limit() -> None:
-    capacity = 200.0  # a second, across all workers; the server refuses what goes over it
-
-    class Server:
-        def __init__(self) -> None:
-            self.level, self.stamp = capacity, 0.0
-
-        def __call__(self, worker: int, now: float) -> tuple[bool, float | None]:
-            self.level = min(capacity, self.level + (now - self.stamp) * capacity)
-            self.stamp = now
-            if self.level >= 1:
-                self.level -= 1
-                return False, None
-            return True, (1 - self.level) / capacity  # as the sandbox says: when it would be admitted
-
-    server = Server()
-    adaptive = Cluster(None, workers=4, concurrency=32, latency=0.05, refuse=server)
+    capacity = 200.0
+    adaptive = Cluster(None, workers=4, concurrency=32, latency=0.05, refuse=Limited(capacity))
     adaptive.simulate(60.0)
     late = [t for t in adaptive.times() if t >= 1030.0]
     assert 0.75 * capacity * 60 <= achieved_per_minute(late) <= 1.05 * capacity * 60
@@ -238,6 +241,25 @@ def test_with_no_limit_given_workers_adapt_together_at_the_cost_of_a_set_limit()
     paced.simulate(60.0)
     # One call a lease either way, plus one a 429.
     assert adaptive.calls - len(adaptive.refused) <= 1.5 * paced.calls * len(adaptive.sent) / len(paced.sent)
+
+
+def test_with_no_limit_given_the_cluster_opens_slowly_not_with_every_worker_at_once() -> None:
+    cluster = Cluster(None, workers=4, concurrency=16, latency=0.002, refuse=Limited(20.0))
+    cluster.simulate(15.0)
+    start = cluster.times()[0]
+    # All 64 requests at once would meet 44 429s, and more until the first cut.
+    assert sum(1 for t, _ in cluster.refused if t < start + 2) < 4 * 16
+    late = [t for t in cluster.times() if t >= start + 5]
+    assert achieved_per_minute(late) >= 0.75 * 20 * 60
+
+
+def test_with_no_limit_and_none_kept_the_cluster_has_all_its_requests_in_flight_within_a_second() -> None:
+    cluster = Cluster(None, workers=4, concurrency=125, latency=1.0)
+    cluster.simulate(3.0)
+    times = cluster.times()
+    # Each request is answered a second after it went: in flight at once are those of a second.
+    full = next(t for i, t in enumerate(times) if i >= 499 and t - times[i - 499] < 1.0)
+    assert full - times[0] < 1.0
 
 
 def test_a_fast_limit_costs_few_calls_a_request() -> None:
@@ -299,7 +321,8 @@ def test_a_report_carries_every_429_and_the_limiter_asks_once_for_concurrent_tas
     reports: list[Report] = []
 
     async def main(loop: _VirtualLoop) -> None:
-        coordinator = Coordinator(None, None, clock=loop.time)
+        # A limit one lease holds fifty requests of (with none, the opening's first leases hold a few).
+        coordinator = Coordinator(6_000_000, None, clock=loop.time)
 
         async def ask(report: Report) -> Grant:
             reports.append(report)

@@ -303,8 +303,9 @@ class _Paced(_Counted):
         self.stop = stop
 
     def before(self) -> None:
-        if self.stop.wait(self.pacer.reserve(self.estimate)):
-            raise _Stopped
+        for wait in self.pacer.turns(self.estimate):
+            if self.stop.wait(wait):
+                raise _Stopped
         self._sent()
 
     def succeeded(self, result: object) -> None:

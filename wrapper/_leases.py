@@ -10,7 +10,9 @@ shorter, so that a worker who comes waits little for the others to make room). A
 ``LeasedLimiter`` (the batch's ``Limiter``) spends its lease evenly with its own in-process
 ``Pacer`` and asks for the next one when the lease runs out, reporting what it used (requests and
 tokens, token corrections, successes, 429s): the unused part of the lease goes back, and its next
-lease starts where its use of the last one ends. A 429 is reported at once.
+lease starts where its use of the last one ends. A 429 is reported at once. With no limit given,
+the limit opens as a batch's does (``wrapper._opening``): while it opens, a lease lasts one of its
+steps, and the 429s reported count in the step at once (a cut still waits for every worker's report).
 
 Bounds: a fixed limit is never exceeded by the leases; the requests themselves may go up to
 ``BURST`` of their lease's budget early (the ``Pacer``'s allowance) and one request a lease early
@@ -100,7 +102,7 @@ class Coordinator:
         lease: float = LEASE,
     ) -> None:
         tpm = checked_limit("tokens_per_minute", tokens_per_minute)
-        self._adapting = Pacer(requests_per_minute, None, clock=clock)  # its rate, never its slots
+        self._adapting = Pacer(requests_per_minute, tokens_per_minute, clock=clock)  # its rate only
         self._token_rate = math.inf if tpm is None else tpm / 60
         self._clock = clock
         self._lease = lease
@@ -131,6 +133,9 @@ class Coordinator:
         # Fewer workers than expected (starting, or done): short leases, so that one who comes
         # waits little for the others' leases to end, which hold all the limit between them.
         lease = self._lease if workers >= self._workers else self._lease / self._workers
+        step = self._adapting.opening_step  # with no limit given, the rate doubles each step at first
+        if step is not None:
+            lease = min(lease, step)
         # A window long enough for one request at the worker's share: a lease that would need longer
         # (others hold too much of it) waits for the next of theirs to end instead.
         window = max(lease, _seconds(1, share))
@@ -160,8 +165,10 @@ class Coordinator:
                 self._paused_until = max(self._paused_until, now + min(retry_after, MAX_RETRY_AFTER))
         # The cut waits until every worker has reported its successes of the same stretch (or one
         # lease): on the first reports alone, it would cut the rate to what their few workers achieved.
+        # The opening does not wait: its step, a lease long, must know of them before it ends.
         holding = {held.worker for held in self._held if held.end >= now}
-        if self._refused and (holding <= self._heard or now >= self._refused_at + self._lease):
+        heard = holding <= self._heard or now >= self._refused_at + self._lease
+        if self._refused and (heard or self._adapting.opening_step is not None):
             for retry_after in self._refused:
                 self._adapting.slow_down(retry_after)
             self._refused.clear()

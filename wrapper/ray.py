@@ -25,7 +25,8 @@ and requests are spaced as evenly as in one process.
 
 429s act at once: the worker that meets one pauses for its Retry-After and tells the coordinator
 straight away, which pauses every later lease for it, and cuts the cluster's rate when 429s are
-too many of the answers (with no limit given too: the cluster then adapts as one batch does).
+too many of the answers (with no limit given too: the cluster then opens slowly and adapts as one
+batch does, in leases one step of the opening long while it lasts).
 Leases already out are not recalled, so every other worker slows down or pauses with its next
 lease, at most half a second later.
 

@@ -32,8 +32,9 @@ class Sizes:
     flight_sync_runs: int  # runs of the sync batch (a hang or error in any fails the bench)
     limit_rpm: int  # the sandbox's requests per minute in the rate-limit rows
     paced_prompts: int
-    adaptive_prompts: int
+    adaptive_prompts: int  # the long adaptive batch: the limit kept over many cuts
     adaptive_concurrency: int
+    short_prompts: int  # the short adaptive batch: how it opens (no burst of 429s)
     streams: int  # concurrent-streams row: streams per run, of stream_chunks events each,
     stream_chunks: int
     stream_concurrency: int  # ... from this many tasks, the server holding each answer stream_delay s
@@ -60,6 +61,7 @@ FULL = Sizes(
     paced_prompts=600,
     adaptive_prompts=1200,
     adaptive_concurrency=64,
+    short_prompts=300,
     streams=400,
     stream_chunks=50,
     stream_concurrency=200,
@@ -85,6 +87,7 @@ QUICK = Sizes(
     paced_prompts=60,
     adaptive_prompts=100,
     adaptive_concurrency=8,
+    short_prompts=30,
     streams=20,
     stream_chunks=5,
     stream_concurrency=10,
