@@ -11,7 +11,8 @@ import httpx
 import pytest
 from helpers import LocalServer, call, json_reply, reset_reply, scale_body
 
-from wrapper import _retry, testing
+from wrapper import testing
+from wrapper._core import retry as _retry
 from wrapper.errors import (
     APIConnectionError,
     APIStatusError,

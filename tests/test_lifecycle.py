@@ -16,7 +16,8 @@ import httpx
 import pytest
 from helpers import CLASSES, CREDENTIALS, call, collect
 
-from wrapper import ClientClosedError, _attempts
+from wrapper import ClientClosedError
+from wrapper._core import retries as _attempts
 from wrapper.errors import APIError, InternalServerError
 from wrapper.sandbox import Sandbox
 

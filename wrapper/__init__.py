@@ -11,10 +11,8 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._batch import AsyncBatchIterator, BatchIterator, BatchResult, BatchStats
-    from ._http_clients import DefaultAsyncHttpxClient, DefaultHttpxClient
-    from ._options import RequestOptions
-    from ._raw import (
+    from wrapper._core.options import RequestOptions
+    from wrapper._core.raw import (
         AsyncWithRawResponse,
         AsyncWithStreamingResponse,
         RawResponse,
@@ -22,10 +20,12 @@ if TYPE_CHECKING:
         WithRawResponse,
         WithStreamingResponse,
     )
-    from ._results import Completion, CompletionChunk, TokenLogprob
-    from ._retry_policy import RetryPolicy
-    from ._streams import AsyncCompletionStream, CompletionStream
-    from ._transport import ClientClosedError
+    from wrapper._core.results import Completion, CompletionChunk, TokenLogprob
+    from wrapper._core.retry_policy import RetryPolicy
+    from wrapper._core.streams import AsyncCompletionStream, CompletionStream
+    from wrapper._core.transports.base import ClientClosedError
+    from wrapper._core.transports.default_clients import DefaultAsyncHttpxClient, DefaultHttpxClient
+    from wrapper.batch._run import AsyncBatchIterator, BatchIterator, BatchResult, BatchStats
 
 __all__ = [
     "AsyncBatchIterator",
@@ -52,26 +52,26 @@ __all__ = [
 
 # Public name -> the private module that defines it, imported on first access.
 _LAZY = {
-    "AsyncBatchIterator": "._batch",
-    "BatchIterator": "._batch",
-    "BatchResult": "._batch",
-    "BatchStats": "._batch_stats",
-    "Completion": "._results",
-    "CompletionChunk": "._results",
-    "DefaultAsyncHttpxClient": "._http_clients",
-    "DefaultHttpxClient": "._http_clients",
-    "TokenLogprob": "._results",
-    "AsyncCompletionStream": "._streams",
-    "ClientClosedError": "._transport",
-    "CompletionStream": "._streams",
-    "RawResponse": "._raw",
-    "RequestOptions": "._options",
-    "RetryPolicy": "._retry_policy",
-    "StreamingResponse": "._raw",
-    "WithRawResponse": "._raw",
-    "AsyncWithRawResponse": "._raw",
-    "WithStreamingResponse": "._raw",
-    "AsyncWithStreamingResponse": "._raw",
+    "AsyncBatchIterator": "wrapper.batch._run",
+    "BatchIterator": "wrapper.batch._run",
+    "BatchResult": "wrapper.batch._run",
+    "BatchStats": "wrapper.batch._stats",
+    "Completion": "wrapper._core.results",
+    "CompletionChunk": "wrapper._core.results",
+    "DefaultAsyncHttpxClient": "wrapper._core.transports.default_clients",
+    "DefaultHttpxClient": "wrapper._core.transports.default_clients",
+    "TokenLogprob": "wrapper._core.results",
+    "AsyncCompletionStream": "wrapper._core.streams",
+    "ClientClosedError": "wrapper._core.transports.base",
+    "CompletionStream": "wrapper._core.streams",
+    "RawResponse": "wrapper._core.raw",
+    "RequestOptions": "wrapper._core.options",
+    "RetryPolicy": "wrapper._core.retry_policy",
+    "StreamingResponse": "wrapper._core.raw",
+    "WithRawResponse": "wrapper._core.raw",
+    "AsyncWithRawResponse": "wrapper._core.raw",
+    "WithStreamingResponse": "wrapper._core.raw",
+    "AsyncWithStreamingResponse": "wrapper._core.raw",
 }
 
 
@@ -79,6 +79,6 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
+    value = getattr(import_module(module), name)
     globals()[name] = value
     return value

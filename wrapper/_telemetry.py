@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
     from opentelemetry.util.types import AttributeValue
 
-    from ._results import Completion, CompletionChunk
+    from wrapper._core.results import Completion, CompletionChunk
 
 __all__ = ["CAPTURE_CONTENT", "Call", "call", "retry"]
 
@@ -151,7 +151,7 @@ def _instruments(tracer_provider: Any, meter_provider: Any) -> _Otel | None:
         from opentelemetry.semconv._incubating.metrics import gen_ai_metrics
         from opentelemetry.semconv.schemas import Schemas
     except ImportError:
-        from ._extras import install_hint
+        from .extras import install_hint
 
         logging.getLogger("wrapper").warning(
             "OpenTelemetry providers are set but opentelemetry-semantic-conventions is not installed: "

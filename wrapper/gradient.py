@@ -7,7 +7,7 @@
         print(answer.text)
 
 ``complete`` and ``stream`` at module level use a client built from the environment on first use.
-``API`` is what the rest of the package knows of Gradient (``wrapper._api.Api``).
+``API`` is what the rest of the package knows of Gradient (``wrapper._core.api.Api``).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 import httpx
 
-from ._api import Api, Credential
-from ._base import (
+from wrapper._core.api import Api, Credential
+from wrapper._core.client import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
     AsyncClient,
@@ -32,18 +32,17 @@ from ._base import (
 )
 
 if TYPE_CHECKING:
+    from wrapper._core.options import RequestOptions
+    from wrapper._core.retry_policy import RetryPolicy
+    from wrapper._core.streams import AsyncCompletionStream, CompletionStream
     from wrapper._generated.gradient.params import GradientParams
-
-    from ._batch import AsyncBatchIterator, BatchIterator
-    from ._options import RequestOptions
-    from ._retry_policy import RetryPolicy
-    from ._streams import AsyncCompletionStream, CompletionStream
+    from wrapper.batch._run import AsyncBatchIterator, BatchIterator
 
     class GradientCall(GradientParams, RequestOptions, total=False):
         """A call's keyword arguments: the request's fields (``GradientParams``) and the request options."""
 
-    from ._gradient_wire import GradientWire
-    from ._results import Completion
+    from wrapper._core.results import Completion
+    from wrapper._core.wires.gradient import GradientWire
 
 __all__ = ["API", "DEFAULT_BASE_URL", "AsyncGradient", "Gradient", "GradientParams", "complete", "stream"]
 
@@ -69,7 +68,9 @@ API = Api(
 def _config(
     access_token: str | None, workspace_id: str | None, base_url: str | None
 ) -> tuple[GradientWire, Settings]:
-    from ._gradient_wire import GradientWire  # imported with the first client: the import stays light
+    from wrapper._core.wires.gradient import (
+        GradientWire,  # imported with the first client: the import stays light
+    )
 
     token = required(access_token, env="GRADIENT_ACCESS_TOKEN", argument="access_token", client="Gradient")
     workspace = required(
@@ -150,7 +151,7 @@ class Gradient(SyncClient):
         ``.stats``, ``return_exceptions``, ``requests_per_minute``/``tokens_per_minute``.
         """
         limits = (requests_per_minute, tokens_per_minute)
-        from ._batch import complete_many
+        from wrapper.batch._run import complete_many
 
         client, each = self._batched(params)
         return complete_many(client, model, prompts, each, concurrency, ordered, return_exceptions, limits)
@@ -217,7 +218,7 @@ class AsyncGradient(AsyncClient):
     ) -> AsyncBatchIterator:
         """The async ``Gradient.complete_many``; closing the iterator cancels the requests in flight."""
         limits = (requests_per_minute, tokens_per_minute)
-        from ._batch import acomplete_many
+        from wrapper.batch._run import acomplete_many
 
         client, each = self._batched(params)
         return acomplete_many(client, model, prompts, each, concurrency, ordered, return_exceptions, limits)

@@ -29,19 +29,19 @@ try:
     from langchain_core.runnables.config import get_config_list
     from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, model_validator
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without the extra
-    from ._extras import install_hint
+    from .extras import install_hint
 
     raise ImportError(
         f"wrapper.langchain needs LangChain ({exc.name} is missing): {install_hint('langchain')}"
     ) from exc
 
-from . import _adapter
+from . import _frameworks
 from .gradient import AsyncGradient, Gradient
 from .scale import AsyncScale, Scale
 
 if TYPE_CHECKING:
-    from ._batch import BatchResult
-    from ._results import Completion, CompletionChunk
+    from wrapper._core.results import Completion, CompletionChunk
+    from wrapper.batch._run import BatchResult
 
 __all__ = ["GradientLLM", "ScaleLLM"]
 
@@ -71,7 +71,7 @@ class _CompletionsLLM(BaseLLM):
     model_config = ConfigDict(populate_by_name=True, arbitrary_types_allowed=True, extra="forbid")
 
     _api_name: ClassVar[str]
-    _clients: _adapter.Clients = PrivateAttr(default_factory=_adapter.Clients)
+    _clients: _frameworks.Clients = PrivateAttr(default_factory=_frameworks.Clients)
 
     @model_validator(mode="before")
     @classmethod
@@ -80,7 +80,7 @@ class _CompletionsLLM(BaseLLM):
         ``model_kwargs``; anything else unknown is refused by the model."""
         if not isinstance(values, dict):
             return values
-        keywords = _adapter.api(cls._api_name).rules().keys()
+        keywords = _frameworks.api(cls._api_name).rules().keys()
         given = {k: values[k] for k in values if k in keywords and k not in cls.model_fields}
         if not given:
             return values
@@ -88,8 +88,8 @@ class _CompletionsLLM(BaseLLM):
         return {**rest, "model_kwargs": {**given, **rest.get("model_kwargs", {})}}
 
     @property
-    def _api(self) -> _adapter.Api:
-        return _adapter.api(self._api_name)
+    def _api(self) -> _frameworks.Api:
+        return _frameworks.api(self._api_name)
 
     @property
     def _model_name(self) -> str:
@@ -101,7 +101,7 @@ class _CompletionsLLM(BaseLLM):
         raise NotImplementedError
 
     def _options(self) -> dict[str, Any]:
-        return _adapter.client_options(self.timeout, self.max_retries)
+        return _frameworks.client_options(self.timeout, self.max_retries)
 
     @property
     def _client(self) -> Scale | Gradient:
@@ -187,7 +187,7 @@ class _CompletionsLLM(BaseLLM):
             for name in type(self).model_fields
             if name in keywords and (value := getattr(self, name)) is not None
         }  # keywords of ``complete`` the model declares as its own fields (``max_tokens``)
-        return _adapter.call_params(self._api, {**fields, **self.model_kwargs}, stop, kwargs)
+        return _frameworks.call_params(self._api, {**fields, **self.model_kwargs}, stop, kwargs)
 
     # the four BaseLLM hooks
 
@@ -286,7 +286,7 @@ class _CompletionsLLM(BaseLLM):
                 yield chunk
 
     def _result(self, generations: list[Generation]) -> LLMResult:
-        usage = _adapter.token_usage(g.generation_info for g in generations)
+        usage = _frameworks.token_usage(g.generation_info for g in generations)
         output: dict[str, Any] = {"model_name": self._model_name}
         if usage:
             output["token_usage"] = usage
@@ -300,14 +300,16 @@ def _completed(result: BatchResult) -> Completion:
 
 
 def _generation(completion: Completion) -> Generation:
-    return Generation(text=completion.text, generation_info=_adapter.generation_info(completion))
+    return Generation(text=completion.text, generation_info=_frameworks.generation_info(completion))
 
 
 def _chunk(piece: CompletionChunk) -> GenerationChunk:
     """A LangChain chunk; only the last (with the finish reason) has ``generation_info``, since adding
     chunks joins the values of their infos (a request id on each would be repeated)."""
     last = piece.finish_reason is not None
-    return GenerationChunk(text=piece.text, generation_info=_adapter.generation_info(piece) if last else None)
+    return GenerationChunk(
+        text=piece.text, generation_info=_frameworks.generation_info(piece) if last else None
+    )
 
 
 def _joined(chunks: Iterator[GenerationChunk]) -> Generation:

@@ -8,7 +8,7 @@
             print(chunk.text, end="", flush=True)
 
 ``complete`` and ``stream`` at module level use a client built from the environment on first use.
-``API`` is what the rest of the package knows of Scale GP (``wrapper._api.Api``).
+``API`` is what the rest of the package knows of Scale GP (``wrapper._core.api.Api``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 import httpx
 
-from ._api import Api, Credential
-from ._base import (
+from wrapper._core.api import Api, Credential
+from wrapper._core.client import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
     AsyncClient,
@@ -31,21 +31,20 @@ from ._base import (
     from_env,
     required,
 )
-from ._network import header_value
+from wrapper._core.transports.network import header_value
 
 if TYPE_CHECKING:
+    from wrapper._core.options import RequestOptions
+    from wrapper._core.retry_policy import RetryPolicy
+    from wrapper._core.streams import AsyncCompletionStream, CompletionStream
     from wrapper._generated.scale.params import ScaleParams
-
-    from ._batch import AsyncBatchIterator, BatchIterator
-    from ._options import RequestOptions
-    from ._retry_policy import RetryPolicy
-    from ._streams import AsyncCompletionStream, CompletionStream
+    from wrapper.batch._run import AsyncBatchIterator, BatchIterator
 
     class ScaleCall(ScaleParams, RequestOptions, total=False):
         """A call's keyword arguments: the request's fields (``ScaleParams``) and the request options."""
 
-    from ._results import Completion
-    from ._scale_wire import ScaleWire
+    from wrapper._core.results import Completion
+    from wrapper._core.wires.scale import ScaleWire
 
 __all__ = ["API", "DEFAULT_BASE_URL", "AsyncScale", "Scale", "ScaleParams", "complete", "stream"]
 
@@ -79,7 +78,9 @@ def _settings(api_key: str | None, account_id: str | None, base_url: str | None)
 
 
 def _wire() -> ScaleWire:
-    from ._scale_wire import ScaleWire  # imported with the first client: `import wrapper.scale` stays light
+    from wrapper._core.wires.scale import (
+        ScaleWire,  # imported with the first client: `import wrapper.scale` stays light
+    )
 
     return ScaleWire()
 
@@ -161,7 +162,7 @@ class Scale(SyncClient):
         ``tokens_per_minute`` pace the batch evenly, and 429s slow it down.
         """
         limits = (requests_per_minute, tokens_per_minute)
-        from ._batch import complete_many
+        from wrapper.batch._run import complete_many
 
         client, each = self._batched(params)
         return complete_many(client, model, prompts, each, concurrency, ordered, return_exceptions, limits)
@@ -237,7 +238,7 @@ class AsyncScale(AsyncClient):
         Leaving the loop early and closing the iterator (``aclose()``) cancels the requests in flight.
         """
         limits = (requests_per_minute, tokens_per_minute)
-        from ._batch import acomplete_many
+        from wrapper.batch._run import acomplete_many
 
         client, each = self._batched(params)
         return acomplete_many(client, model, prompts, each, concurrency, ordered, return_exceptions, limits)

@@ -20,8 +20,9 @@ import httpx
 import pytest
 from helpers import batch_threads, wait_until
 
-from wrapper import BatchResult, RetryPolicy, _retry
-from wrapper._batch import FORGIVEN_429S
+from wrapper import BatchResult, RetryPolicy
+from wrapper._core import retry as _retry
+from wrapper.batch._run import FORGIVEN_429S
 from wrapper.errors import APIResponseValidationError, BadRequestError, ContentFlaggedError
 from wrapper.sandbox import Sandbox
 

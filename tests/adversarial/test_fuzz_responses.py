@@ -17,7 +17,8 @@ from helpers import retry_waits
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wrapper import Completion, CompletionChunk, _retry
+from wrapper import Completion, CompletionChunk
+from wrapper._core import retry as _retry
 from wrapper.errors import (
     APIConnectionError,
     APIError,

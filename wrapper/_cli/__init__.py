@@ -17,10 +17,10 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from wrapper import _api
 from wrapper._cli._batch_command import describe, result_fields, run_batch
 from wrapper._cli._inputs import STDIO, InputLineError
 from wrapper._cli._parser import build_parser, credentials, flag_params
+from wrapper._core import api as _api
 
 __all__ = ["main"]
 
@@ -137,7 +137,7 @@ def _client(args: argparse.Namespace, *, asynchronous: bool) -> Any:
 
 def _param_checker(provider: str) -> Callable[[dict[str, Any]], None]:
     """A check of parameters against the provider's rules, as the client makes it before sending."""
-    from wrapper._validate import check_encodable, check_params
+    from wrapper._core.validate import check_encodable, check_params
 
     rules = _api.get(provider).rules()
 

@@ -6,7 +6,6 @@ import sys
 from collections.abc import Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
-from wrapper._batch import Job, acomplete_jobs
 from wrapper._cli._inputs import (
     STDIO,
     Id,
@@ -19,11 +18,12 @@ from wrapper._cli._inputs import (
 )
 from wrapper._cli._progress import progress
 from wrapper._cli._results import ResultFile, StandardOutput
+from wrapper.batch._run import Job, acomplete_jobs
 
 if TYPE_CHECKING:
     from wrapper import BatchStats
-    from wrapper._base import AsyncClient as Completer
-    from wrapper._results import Completion
+    from wrapper._core.client import AsyncClient as Completer
+    from wrapper._core.results import Completion
 
 __all__ = ["REFUSALS_TO_STOP", "describe", "error_fields", "result_fields", "run_batch"]
 

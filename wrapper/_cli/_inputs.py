@@ -21,7 +21,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, BinaryIO
 
-from wrapper._validate import check_encodable
+from wrapper._core.validate import check_encodable
 
 __all__ = ["STDIO", "Id", "Input", "InputLineError", "count_inputs", "input_size", "named", "read_inputs"]
 

@@ -11,8 +11,8 @@ import textwrap
 from collections.abc import Callable
 from typing import Any
 
-from wrapper import _api
 from wrapper._cli._batch_command import REFUSALS_TO_STOP
+from wrapper._core import api as _api
 
 __all__ = ["build_parser", "credentials", "flag_params"]
 

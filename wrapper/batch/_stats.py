@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 if TYPE_CHECKING:
-    from ._results import Completion
+    from wrapper._core.results import Completion
 
 __all__ = ["BatchStats", "Tally"]
 

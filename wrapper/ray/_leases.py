@@ -11,7 +11,7 @@ shorter, so that a worker who comes waits little for the others to make room). A
 ``Pacer`` and asks for the next one when the lease runs out, reporting what it used (requests and
 tokens, token corrections, successes, 429s): the unused part of the lease goes back, and its next
 lease starts where its use of the last one ends. A 429 is reported at once. With no limit given,
-the limit opens as a batch's does (``wrapper._opening``): while it opens, a lease lasts one of its
+the limit opens as a batch's does (``wrapper.batch._opening``): while it opens, a lease lasts one of its
 steps, and the 429s reported count in the step at once (a cut still waits for every worker's report).
 
 Bounds: a fixed limit is never exceeded by the leases; the requests themselves may go up to
@@ -31,8 +31,8 @@ import time
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 
-from ._pacing import Pacer, checked_limit
-from ._retry import MAX_RETRY_AFTER
+from wrapper._core.retry import MAX_RETRY_AFTER
+from wrapper.batch._pacing import Pacer, checked_limit
 
 __all__ = ["LEASE", "Coordinator", "Grant", "LeasedLimiter", "Report"]
 

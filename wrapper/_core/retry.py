@@ -1,6 +1,6 @@
 """When a failed request is retried, how long to wait first, and the wait itself.
 
-What is retried and how long to wait is a ``RetryPolicy`` (``wrapper._retry_policy``; by default
+What is retried and how long to wait is a ``RetryPolicy`` (``wrapper._core.retry_policy``; by default
 connection errors and timeouts, 408, 409, 429 and 5xx, after the server's ``retry-after-ms`` /
 ``Retry-After`` in seconds or as an HTTP date, else exponential backoff with jitter); a response's
 ``x-should-retry`` overrides its status rule.
@@ -13,10 +13,10 @@ from __future__ import annotations
 import logging
 import time
 
+from wrapper import _telemetry, testing
 from wrapper._generated.exceptions import APIConnectionError, APIError, APIStatusError, parse_retry_after
 
-from . import _telemetry, testing
-from ._retry_policy import RetryPolicy
+from .retry_policy import RetryPolicy
 
 __all__ = [
     "DEFAULT_POLICY",

@@ -22,7 +22,7 @@ from wrapper._generated.exceptions import APITimeoutError, IncompleteStreamError
 if TYPE_CHECKING:
     import httpx
 
-    from ._results import CompletionChunk
+    from .results import CompletionChunk
 
 __all__ = ["DeadlinePassed", "Received", "Watchdog", "in_time"]
 

@@ -1,9 +1,9 @@
 """What every client shares: settings and options, building requests, one attempt loop per side, closing.
 
 A client builds each call's request once (``Request``: URL, headers, JSON body, timeouts), hands it
-to a transport (``wrapper._transport``) inside its attempt loop (``wrapper._attempts``), and turns
+to a transport (``transports``) inside its attempt loop (``retries``), and turns
 what comes back into a typed result or error. A provider module (``wrapper.scale``,
-``wrapper.gradient``) supplies its descriptor (``wrapper._api.Api``) and a ``Wire``: how its
+``wrapper.gradient``) supplies its descriptor (``wrapper._core.api.Api``) and a ``Wire``: how its
 endpoint's requests are built and its responses read, through the generated client. The wire and
 the generated code are imported when the first client is built, not when the module is imported.
 
@@ -33,32 +33,8 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, Type
 
 import httpx
 
-from wrapper._generated.exceptions import APIConnectionError, APIStatusError, APITimeoutError, NotFoundError
-
-from . import _attempts, _fork, _sse, _telemetry
-from ._checkout import CheckoutTransport
-from ._errors_map import Malformed, connection_error, invalid, is_transport_failure, requested
-from ._headers import ResponseHeaders
-from ._network import (
-    checked_headers,
-    checked_limits,
-    header_value,
-    proxy_in_env,
-    ssl_context,
-    user_agent,
-)
-from ._options import Options, RequestOptions, checked_timeout, split
-from ._raw import (
-    RAW,
-    AsyncWithRawResponse,
-    AsyncWithStreamingResponse,
-    RawResponse,
-    WithRawResponse,
-    WithStreamingResponse,
-)
-from ._redact import redacted_headers, redacted_url
-from ._stream_body import DeadlinePassed, Received, Watchdog, in_time
-from ._transport import (
+from wrapper import _telemetry
+from wrapper._core.transports.base import (
     AsyncTransports,
     ClientClosedError,
     HttpxTransport,
@@ -66,15 +42,42 @@ from ._transport import (
     Request,
     encode_json,
 )
-from ._validate import check_encodable
+from wrapper._core.transports.network import (
+    checked_headers,
+    checked_limits,
+    header_value,
+    proxy_in_env,
+    ssl_context,
+    user_agent,
+)
+from wrapper._core.transports.sync_pool import CheckoutTransport
+from wrapper._generated.exceptions import APIConnectionError, APIStatusError, APITimeoutError, NotFoundError
+
+from . import retries as _attempts
+from . import sse as _sse
+from .error_mapping import Malformed, connection_error, invalid, is_transport_failure, requested
+from .headers import ResponseHeaders
+from .options import Options, RequestOptions, checked_timeout, split
+from .raw import (
+    RAW,
+    AsyncWithRawResponse,
+    AsyncWithStreamingResponse,
+    RawResponse,
+    WithRawResponse,
+    WithStreamingResponse,
+)
+from .redact import redacted_headers, redacted_url
+from .stream_body import DeadlinePassed, Received, Watchdog, in_time
+from .transports import fork as _fork
+from .validate import check_encodable
 
 if TYPE_CHECKING:
     from httpx_sse import ServerSentEvent
 
-    from ._api import Api
-    from ._results import Completion, CompletionChunk
-    from ._retry_policy import RetryPolicy
-    from ._streams import AsyncCompletionStream, CompletionStream
+    from .api import Api
+    from .results import Completion, CompletionChunk
+    from .retry_policy import RetryPolicy
+    from .streams import AsyncCompletionStream, CompletionStream
 
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0)
 """Completions can take minutes; connecting should not."""
@@ -221,7 +224,7 @@ class _ClientCore:
         default_headers: Mapping[str, str] | None,
         options: dict[str, Any],
     ) -> None:
-        from ._logging import setup_logging  # SGP_CLIENT_LOG, GRADIENT_LOG: read on an API's first client
+        from .logs import setup_logging  # SGP_CLIENT_LOG, GRADIENT_LOG: read on an API's first client
 
         setup_logging(self.API)
         self._wire = wire
@@ -464,7 +467,7 @@ class SyncClient(_ClientCore):
 
     def _stream(self, model: str, prompt: str, kwargs: Mapping[str, Any]) -> CompletionStream:
         """The stream of a call (arguments checked now, the request sent on the first ``next()``)."""
-        from ._streams import CompletionStream
+        from .streams import CompletionStream
 
         params, options = self._call(kwargs)
         request = self._build(model, prompt, params, options, stream=True)
@@ -475,7 +478,7 @@ class SyncClient(_ClientCore):
     def _one_chunk(
         self, model: str, prompt: str, kwargs: Mapping[str, Any]
     ) -> Generator[httpx.Response | CompletionChunk, None, None]:
-        from ._results import whole
+        from .results import whole
 
         token = RAW.set(True)
         try:
@@ -567,7 +570,7 @@ class SyncClient(_ClientCore):
 
 
 class AsyncClient(_ClientCore):
-    """A client over aiohttp or httpx (``wrapper._transport.AsyncTransports``): ``await close()``.
+    """A client over aiohttp or httpx (``wrapper._core.transports.base.AsyncTransports``): ``await close()``.
 
     It works from any event loop, with a connection pool of its own in each.
     """
@@ -640,7 +643,7 @@ class AsyncClient(_ClientCore):
 
     def _stream(self, model: str, prompt: str, kwargs: Mapping[str, Any]) -> AsyncCompletionStream:
         """The stream of a call (arguments checked now, the request sent on the first ``anext()``)."""
-        from ._streams import AsyncCompletionStream
+        from .streams import AsyncCompletionStream
 
         params, options = self._call(kwargs)
         request = self._build(model, prompt, params, options, stream=True)
@@ -651,7 +654,7 @@ class AsyncClient(_ClientCore):
     async def _one_chunk(
         self, model: str, prompt: str, kwargs: Mapping[str, Any]
     ) -> AsyncGenerator[httpx.Response | CompletionChunk, None]:
-        from ._results import whole
+        from .results import whole
 
         token = RAW.set(True)
         try:
@@ -754,7 +757,7 @@ C = TypeVar("C", bound=SyncClient)
 class DefaultClient(Generic[C]):
     """The client behind a module's ``complete``/``stream``: built from the environment on first use.
 
-    A forked child keeps it: the client drops the pool it inherited (``wrapper._fork``).
+    A forked child keeps it: the client drops the pool it inherited (``wrapper._core.transports.fork``).
     """
 
     def __init__(self, factory: Callable[[], C]) -> None:

@@ -50,17 +50,17 @@ try:
     import ray
     import ray.data
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without ray
-    from ._extras import install_hint
+    from wrapper.extras import install_hint
 
     raise ImportError(f"wrapper.ray needs Ray Data, which is not installed: {install_hint('ray')}") from exc
 
-from . import _api
-from ._batch import BatchResult, acomplete_jobs
-from ._leases import Coordinator, Grant, LeasedLimiter, Report
-from ._pacing import checked_limit
+from wrapper._core import api as _api
+from wrapper.batch._pacing import checked_limit
+from wrapper.batch._run import BatchResult, acomplete_jobs
+from wrapper.ray._leases import Coordinator, Grant, LeasedLimiter, Report
 
 if TYPE_CHECKING:
-    from ._base import AsyncClient
+    from wrapper._core.client import AsyncClient
 
 __all__ = ["OUTPUT_COLUMNS", "complete_dataset"]
 

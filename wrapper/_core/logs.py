@@ -3,7 +3,7 @@
 ``SGP_CLIENT_LOG`` (Scale, the variable scale-gp reads) or ``GRADIENT_LOG`` (Gradient) set to
 ``info`` or ``debug`` (any case) sets the level of the package's logger, ``wrapper``, when the first
 client of that API is built, and gives it a handler to stderr in openai-python's format
-(``[2026-01-01 12:00:00 - wrapper._retry:52 - INFO] retrying ...``). The handler stays quiet once the
+(``[2026-01-01 12:00:00 - wrapper.retry:52 - INFO] retrying ...``). The handler stays quiet once the
 application configures logging itself (the root logger has a handler): the lines then go to the
 application's handlers only, and never twice. Any other value warns and changes nothing.
 
@@ -13,7 +13,7 @@ What each level prints, on every transport (httpx's and aiohttp's alike):
 - ``debug``: that, plus one line per response (method, URL, status, seconds, the request's headers
   with credentials redacted) and one per request that failed to connect or timed out.
 
-Credentials never appear: headers are redacted (``wrapper._redact``) and error messages scrubbed
+Credentials never appear: headers are redacted (``wrapper._core.redact``) and error messages scrubbed
 before they are logged. Both APIs log to the one ``wrapper`` logger, so the more verbose of the two
 variables applies to both. httpx's own logger is left alone (set ``logging.getLogger("httpx")`` for it).
 """
@@ -28,7 +28,7 @@ import warnings
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ._api import Api
+    from .api import Api
 
 __all__ = ["LEVELS", "setup_logging"]
 
@@ -91,7 +91,7 @@ def setup_logging(api: Api) -> None:
 
 def _caller_level() -> int:
     """The ``stacklevel`` of the first frame outside this package: the line that built the client."""
-    package = os.path.dirname(__file__) + os.sep
+    package = os.path.dirname(os.path.dirname(__file__)) + os.sep  # wrapper/, not only its core
     frame, level = sys._getframe(1), 1
     while frame is not None and (os.path.dirname(frame.f_code.co_filename) + os.sep).startswith(package):
         frame, level = frame.f_back, level + 1  # type: ignore[assignment]

@@ -16,7 +16,7 @@ from typing import Any, Self
 
 import httpx
 
-from ._results import Completion, CompletionChunk
+from .results import Completion, CompletionChunk
 
 __all__ = ["AsyncCompletionStream", "CompletionStream"]
 

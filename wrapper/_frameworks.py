@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
-from . import _api
-from ._api import Api
+from wrapper._core import api as _api
+from wrapper._core.api import Api
 
 if TYPE_CHECKING:
-    from ._results import Completion, CompletionChunk
+    from wrapper._core.results import Completion, CompletionChunk
 
 __all__ = [
     "Api",
@@ -37,7 +37,7 @@ PROBE_TIMEOUT = 2.0
 
 
 def api(name: str) -> Api:
-    """The descriptor of API ``name`` (``wrapper._api``): its stop and max-tokens keywords, its rules, ..."""
+    """The descriptor of API ``name`` (``Api``): its stop and max-tokens keywords, its rules, ..."""
     return _api.get(name)
 
 

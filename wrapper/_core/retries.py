@@ -4,7 +4,7 @@ Every call of a client — ``complete``, the opening of a ``stream``, each promp
 and of a Ray batch — goes through one of these loops: try, and on a typed error ask the policy
 whether to try again and after how long. ``Attempts`` is a plain call's policy (its options' retry
 policy, ``max_retries`` and deadline); a batch passes its own subclass, whose hooks pace
-each attempt, count it and slow the batch down on 429s (``wrapper._batch``).
+each attempt, count it and slow the batch down on 429s (``wrapper.batch._run``).
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, TypeVar
 
 from wrapper._generated.exceptions import APIConnectionError, APIError, APITimeoutError
 
-from . import _retry
-from ._errors_map import timeout_phase
+from . import retry as _retry
+from .error_mapping import timeout_phase
 
 if TYPE_CHECKING:
-    from ._options import Options
-    from ._transport import Request
+    from wrapper._core.transports.base import Request
+
+    from .options import Options
 
 __all__ = ["Attempts", "arun", "run"]
 

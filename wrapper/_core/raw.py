@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 import httpx
 
 if TYPE_CHECKING:
-    from ._base import AsyncClient, SyncClient
-    from ._results import Completion
-    from ._streams import AsyncCompletionStream, CompletionStream
+    from .client import AsyncClient, SyncClient
+    from .results import Completion
+    from .streams import AsyncCompletionStream, CompletionStream
 
 __all__ = [
     "AsyncWithRawResponse",

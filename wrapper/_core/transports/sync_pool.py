@@ -7,7 +7,7 @@ turn (``make bench``, row "sync complete_many in flight"). Here a request takes 
 is closed: a constant-time step. It is still httpx's own transport underneath, so mocks (respx,
 pytest-httpx) and instrumentations (OpenTelemetry's httpx) see every request as before.
 
-In a forked child the connections taken from the parent are dropped (``wrapper._fork``). A host
+In a forked child the connections taken from the parent are dropped (``fork``). A host
 name is looked up within the connect timeout (``_Lookups``), as the async transports do.
 """
 
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import httpcore
 import httpx
 
-from . import _fork
+from . import fork as _fork
 
 if TYPE_CHECKING:
     import ssl

@@ -9,15 +9,14 @@ from typing import Any, TypeVar, cast
 import httpx
 from httpx_sse import ServerSentEvent
 
+from wrapper._core.error_mapping import Malformed, body_of, json_object, model, status_error, status_message
+from wrapper._core.results import Completion, CompletionChunk, Deferred, ResponseHeaders, TokenLogprob
+from wrapper._core.validate import WireBody, body_fields, check_params, path_segment, prompt_rule, rules
 from wrapper._generated.scale.api.models import create_completion
 from wrapper._generated.scale.models import CompletionRequestV2, CompletionResponse, HTTPValidationError
 from wrapper._generated.scale.params import KEYWORDS, PROMPT
 from wrapper._generated.scale.types import Unset
-
-from ._errors_map import Malformed, body_of, json_object, model, status_error, status_message
-from ._results import Completion, CompletionChunk, Deferred, ResponseHeaders, TokenLogprob
-from ._validate import WireBody, body_fields, check_params, path_segment, prompt_rule, rules
-from .errors import APIStatusError, UnprocessableEntityError
+from wrapper.errors import APIStatusError, UnprocessableEntityError
 
 # The constraints the spec states for each keyword argument (generated/scale/params.py).
 RULES = rules(KEYWORDS)

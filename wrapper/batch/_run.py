@@ -2,8 +2,8 @@
 
 Prompts are pulled lazily, never more than ``concurrency`` ahead of the results handed back, so a
 million prompts from a file never sit in memory. Each prompt goes through the client's own attempt
-loop (``wrapper._attempts``) with a policy of the batch's: every attempt waits for a limiter
-(``wrapper._pacing``: requests and tokens per minute when given, slowing down on 429s, a 429's
+loop (``wrapper._core.retries``) with a policy of the batch's: every attempt waits for a limiter
+(``wrapper.batch._pacing``: requests and tokens per minute when given, slowing down on 429s, a 429's
 Retry-After pausing every request rather than one), and is counted in the batch's stats.
 """
 
@@ -30,16 +30,16 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 import attrs
 import httpx
 
+from wrapper._core.results import Completion
+from wrapper._core.retries import Attempts
+from wrapper._core.retry import retry_or_raise, waited
 from wrapper._generated.exceptions import APIError, APIStatusError, RateLimitError
 
-from ._attempts import Attempts
-from ._batch_stats import BatchStats, Tally
 from ._pacing import Limiter, Pacer, estimate_tokens
-from ._results import Completion
-from ._retry import retry_or_raise, waited
+from ._stats import BatchStats, Tally
 
 if TYPE_CHECKING:
-    from ._base import AsyncClient, SyncClient
+    from wrapper._core.client import AsyncClient, SyncClient
 
 __all__ = [
     "AsyncBatchIterator",
@@ -140,7 +140,7 @@ def complete_many(
     ``prompts`` is read lazily, at most ``concurrency`` ahead of the results handed back. ``ordered=True``
     yields results in input order instead. A failed prompt raises its ``APIError`` at once unless
     ``return_exceptions=True``, which yields it as a result. Requests are paced evenly to ``limits``
-    (requests and tokens per minute, each None for none; tokens are estimated: ``wrapper._pacing``)
+    (requests and tokens per minute, each None for none; tokens are estimated: ``wrapper.batch._pacing``)
     and slow down on 429s; each prompt gets the client's ``max_retries``. Breaking out of the loop
     (or ``close()``) stops the batch; requests already sent finish on their own.
     """

@@ -10,7 +10,7 @@ A loop closed without ``shutdown_asyncgens()`` (``loop.close()`` by hand) leaves
 the loop is closed nothing can close it (aiohttp's and asyncio's closing schedules callbacks on the
 loop, which a closed loop refuses), so close the client before such a loop.
 
-In a forked child every pool inherited from the parent is abandoned unclosed (``wrapper._fork``): its
+In a forked child every pool inherited from the parent is abandoned unclosed (``fork``): its
 sockets are the parent's, and closing them would send TLS close_notify on the parent's connections.
 """
 
@@ -21,7 +21,7 @@ import threading
 from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
-from . import _fork
+from . import fork as _fork
 
 if TYPE_CHECKING:
     import asyncio

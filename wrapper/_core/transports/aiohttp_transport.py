@@ -29,7 +29,7 @@ import aiohttp.http_exceptions
 import httpx
 from httpx._client import ACCEPT_ENCODING  # the encodings httpx's decoders read
 
-from ._transport import Reply, Request
+from .base import Reply, Request
 
 __all__ = ["AiohttpTransport"]
 

@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._base import AsyncClient, SyncClient
-    from ._validate import Rule
+    from .client import AsyncClient, SyncClient
+    from .validate import Rule
 
 __all__ = ["NAMES", "Api", "Credential", "get"]
 
@@ -69,7 +69,7 @@ class Api:
 
     def rules(self) -> Mapping[str, Rule]:
         """The checks ``complete`` makes of each keyword argument, from the spec."""
-        rules: Mapping[str, Rule] = importlib.import_module(f"wrapper._{self.name}_wire").RULES
+        rules: Mapping[str, Rule] = importlib.import_module(f"wrapper._core.wires.{self.name}").RULES
         return rules
 
     def client_options(self, environ: Any) -> dict[str, str]:

@@ -7,15 +7,14 @@ from typing import Any, cast
 
 import httpx
 
+from wrapper._core.error_mapping import Malformed, body_of, parse_model, status_error
+from wrapper._core.results import Completion, ResponseHeaders
+from wrapper._core.validate import WireBody, body_fields, check_params, path_segment, prompt_rule, rules
 from wrapper._generated.gradient.api.models import complete_model
 from wrapper._generated.gradient.exceptions import ERRORS
 from wrapper._generated.gradient.models import CompleteModelBodyParams, CompleteModelSuccess
 from wrapper._generated.gradient.params import KEYWORDS, PROMPT
-
-from ._errors_map import Malformed, body_of, parse_model, status_error
-from ._results import Completion, ResponseHeaders
-from ._validate import WireBody, body_fields, check_params, path_segment, prompt_rule, rules
-from .errors import APIStatusError, GradientError
+from wrapper.errors import APIStatusError, GradientError
 
 # The constraints the spec states for each keyword argument (generated/gradient/params.py).
 RULES = rules(KEYWORDS)

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from ._checkout import CheckoutTransport
-from ._network import checked_limits, proxy_in_env, ssl_context
+from .network import checked_limits, proxy_in_env, ssl_context
+from .sync_pool import CheckoutTransport
 
 __all__ = ["DefaultAsyncHttpxClient", "DefaultHttpxClient"]
 

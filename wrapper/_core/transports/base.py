@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import httpx
 
-from . import _fork
-from ._loops import PerLoop
-from ._network import httpx_is_watched
+from . import fork as _fork
+from .loop_pools import PerLoop
+from .network import httpx_is_watched
 
 if TYPE_CHECKING:
-    from ._aiohttp_transport import AiohttpTransport
+    from .aiohttp_transport import AiohttpTransport
 
 __all__ = [
     "AsyncHttpxTransport",
@@ -146,7 +146,7 @@ class HttpxTransport:
     """Requests through an ``httpx.Client``: its transport, auth, event hooks and default headers apply.
 
     ``own`` builds the client again, for a client's own pool: a forked child releases the one it
-    inherited and builds its own (``wrapper._fork``). A client you pass is yours to rebuild.
+    inherited and builds its own (``wrapper._core.transports.fork``). A client you pass is yours to rebuild.
     """
 
     def __init__(self, client: httpx.Client, own: Callable[[], httpx.Client] | None = None) -> None:
@@ -209,7 +209,7 @@ def _load_ahead(*, own: bool, httpx_async: bool) -> None:
     first connection. The modules load once per process: later clients find them loaded.
     """
     if own:
-        import wrapper._aiohttp_transport  # noqa: F401
+        import wrapper._core.transports.aiohttp_transport  # noqa: F401
     if httpx_async:
         import anyio._backends._asyncio  # noqa: F401  (what anyio.connect_tcp imports)
         import httpcore._backends.anyio  # noqa: F401  (what httpcore's AutoBackend imports)
@@ -243,7 +243,7 @@ class AsyncTransports:
             return AsyncHttpxTransport(httpx.AsyncClient(limits=limits, verify=verify(), trust_env=True))
 
         def own_aiohttp() -> AiohttpTransport:
-            from ._aiohttp_transport import AiohttpTransport  # imported by _load_ahead already
+            from .aiohttp_transport import AiohttpTransport  # imported by _load_ahead already
 
             return AiohttpTransport(verify(), limits)
 

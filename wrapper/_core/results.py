@@ -12,7 +12,7 @@ import attrs
 
 from wrapper import _generated
 
-from ._headers import ResponseHeaders
+from .headers import ResponseHeaders
 
 if TYPE_CHECKING:
     from wrapper._generated.gradient.models import CompleteModelSuccess

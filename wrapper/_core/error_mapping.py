@@ -27,7 +27,7 @@ from wrapper._generated.exceptions import (
     scrub,
 )
 
-from ._redact import redacted_url
+from .redact import redacted_url
 
 T = TypeVar("T")
 

@@ -6,7 +6,7 @@ a request may go once that time is less than ``BURST`` seconds ahead, so at most
 second's budget ever goes at once, never a minute's. A request costing more than ``BURST`` seconds
 of budget goes once the pacer is idle and its excess is paid by the requests after it.
 
-With no limit given, the pacer opens slowly and finds the rate the server takes (``wrapper._opening``:
+With no limit given, the pacer opens slowly and finds the rate the server takes (``wrapper.batch._opening``:
 slow start). Then, as below the limits given, it adapts (AIMD) to a limit the server keeps but did not
 announce. Every 429 pauses every request for its Retry-After: the slots booked before it are booked
 again after it, evenly, not in a burst. The rate is cut only when the server really refuses the
@@ -36,8 +36,9 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
+from wrapper._core.retry import MAX_RETRY_AFTER
+
 from ._opening import Opening
-from ._retry import MAX_RETRY_AFTER
 
 __all__ = ["BURST", "Limiter", "Pacer", "checked_limit", "estimate_tokens"]
 

@@ -16,8 +16,9 @@ from typing import Any, TypedDict, cast
 
 import httpx
 
-from ._network import checked_headers
-from ._retry_policy import RetryPolicy
+from wrapper._core.transports.network import checked_headers
+
+from .retry_policy import RetryPolicy
 
 __all__ = ["NAMES", "Options", "RequestOptions", "Timeout", "split"]
 
