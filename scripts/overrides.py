@@ -48,6 +48,7 @@ REQUEST_OPTIONS = (
     "extra_body",
     "extra_headers",
     "extra_query",
+    "hooks",
     "max_retries",
     "retry",
     "stream_idle_timeout",

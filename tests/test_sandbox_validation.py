@@ -14,8 +14,8 @@ import pytest
 import yaml
 from normalize import normalize
 
+from wrapper import apis as _api
 from wrapper._cli import main
-from wrapper._core import api as _api
 from wrapper.errors import APIStatusError
 from wrapper.sandbox import Sandbox, _validate
 from wrapper.sandbox._handler import registry

@@ -1,6 +1,8 @@
 """Typed clients for Gradient's and Scale GP's completion APIs: ``wrapper.gradient``, ``wrapper.scale``.
 
-The result classes and the default HTTP clients (``DefaultHttpxClient``, ``DefaultAsyncHttpxClient``)
+The result classes, the request options, the hooks (``CallHooks``: what extras and your own code add
+to each call), the clients' base classes (``SyncClient``, ``AsyncClient``: to annotate code that takes
+either API's client) and the default HTTP clients (``DefaultHttpxClient``, ``DefaultAsyncHttpxClient``)
 are importable from here; they load on first use, so that importing a client module stays as cheap
 as importing httpx.
 """
@@ -11,7 +13,9 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from wrapper._core.options import RequestOptions
+    from wrapper._core.async_client import AsyncClient
+    from wrapper._core.hooks import CallHooks, CallInfo, HookFactory
+    from wrapper._core.options import RequestOptions, RetryPolicy
     from wrapper._core.raw import (
         AsyncWithRawResponse,
         AsyncWithStreamingResponse,
@@ -21,30 +25,35 @@ if TYPE_CHECKING:
         WithStreamingResponse,
     )
     from wrapper._core.results import Completion, CompletionChunk, TokenLogprob
-    from wrapper._core.retry_policy import RetryPolicy
     from wrapper._core.streams import AsyncCompletionStream, CompletionStream
+    from wrapper._core.sync_client import SyncClient
     from wrapper._core.transports.base import ClientClosedError
     from wrapper._core.transports.default_clients import DefaultAsyncHttpxClient, DefaultHttpxClient
     from wrapper.batch._run import AsyncBatchIterator, BatchIterator, BatchResult, BatchStats
 
 __all__ = [
     "AsyncBatchIterator",
+    "AsyncClient",
     "AsyncCompletionStream",
     "AsyncWithRawResponse",
     "AsyncWithStreamingResponse",
     "BatchIterator",
     "BatchResult",
     "BatchStats",
+    "CallHooks",
+    "CallInfo",
     "ClientClosedError",
     "Completion",
     "CompletionChunk",
     "CompletionStream",
     "DefaultAsyncHttpxClient",
     "DefaultHttpxClient",
+    "HookFactory",
     "RawResponse",
     "RequestOptions",
     "RetryPolicy",
     "StreamingResponse",
+    "SyncClient",
     "TokenLogprob",
     "WithRawResponse",
     "WithStreamingResponse",
@@ -53,6 +62,11 @@ __all__ = [
 # Public name -> the private module that defines it, imported on first access.
 _LAZY = {
     "AsyncBatchIterator": "wrapper.batch._run",
+    "AsyncClient": "wrapper._core.async_client",
+    "CallHooks": "wrapper._core.hooks",
+    "CallInfo": "wrapper._core.hooks",
+    "HookFactory": "wrapper._core.hooks",
+    "SyncClient": "wrapper._core.sync_client",
     "BatchIterator": "wrapper.batch._run",
     "BatchResult": "wrapper.batch._run",
     "BatchStats": "wrapper.batch._stats",
@@ -66,7 +80,7 @@ _LAZY = {
     "CompletionStream": "wrapper._core.streams",
     "RawResponse": "wrapper._core.raw",
     "RequestOptions": "wrapper._core.options",
-    "RetryPolicy": "wrapper._core.retry_policy",
+    "RetryPolicy": "wrapper._core.options",
     "StreamingResponse": "wrapper._core.raw",
     "WithRawResponse": "wrapper._core.raw",
     "AsyncWithRawResponse": "wrapper._core.raw",

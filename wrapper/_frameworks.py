@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
-from wrapper._core import api as _api
-from wrapper._core.api import Api
+from wrapper import apis
+from wrapper.apis import Api
 
 if TYPE_CHECKING:
-    from wrapper._core.results import Completion, CompletionChunk
+    from wrapper import Completion, CompletionChunk
 
 __all__ = [
     "Api",
@@ -38,7 +38,7 @@ PROBE_TIMEOUT = 2.0
 
 def api(name: str) -> Api:
     """The descriptor of API ``name`` (``Api``): its stop and max-tokens keywords, its rules, ..."""
-    return _api.get(name)
+    return apis.get(name)
 
 
 def call_params(

@@ -29,7 +29,7 @@ try:
     from langchain_core.runnables.config import get_config_list
     from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, model_validator
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without the extra
-    from .extras import install_hint
+    from wrapper.extras import install_hint
 
     raise ImportError(
         f"wrapper.langchain needs LangChain ({exc.name} is missing): {install_hint('langchain')}"
@@ -40,8 +40,7 @@ from .gradient import AsyncGradient, Gradient
 from .scale import AsyncScale, Scale
 
 if TYPE_CHECKING:
-    from wrapper._core.results import Completion, CompletionChunk
-    from wrapper.batch._run import BatchResult
+    from wrapper import BatchResult, Completion, CompletionChunk
 
 __all__ = ["GradientLLM", "ScaleLLM"]
 

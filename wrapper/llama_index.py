@@ -36,7 +36,7 @@ try:
     from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
     from llama_index.core.llms.custom import CustomLLM
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without the extra
-    from .extras import install_hint
+    from wrapper.extras import install_hint
 
     raise ImportError(
         f"wrapper.llama_index needs LlamaIndex ({exc.name} is missing): {install_hint('llama-index')}"
@@ -47,7 +47,7 @@ from .gradient import AsyncGradient, Gradient
 from .scale import AsyncScale, Scale
 
 if TYPE_CHECKING:
-    from wrapper._core.results import Completion, CompletionChunk
+    from wrapper import Completion, CompletionChunk
 
 __all__ = ["GradientBaseModelLLM", "GradientLLM", "GradientModelAdapterLLM", "ScaleLLM"]
 

@@ -25,7 +25,7 @@ except ImportError:  # pragma: no cover - it is part of the dev extra
     pytest_asyncio = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
-    from wrapper._core.api import Api
+    from wrapper.apis import Api
     from wrapper.gradient import AsyncGradient, Gradient
     from wrapper.sandbox import Sandbox
     from wrapper.scale import AsyncScale, Scale

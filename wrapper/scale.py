@@ -8,37 +8,38 @@
             print(chunk.text, end="", flush=True)
 
 ``complete`` and ``stream`` at module level use a client built from the environment on first use.
-``API`` is what the rest of the package knows of Scale GP (``wrapper._core.api.Api``).
+``API`` is what the rest of the package knows of Scale GP (``wrapper.apis.Api``).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Iterable, Mapping
+from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Unpack
 
 import httpx
 
-from wrapper._core.api import Api, Credential
-from wrapper._core.client import (
+from wrapper import _telemetry
+from wrapper._core.async_client import AsyncClient
+from wrapper._core.settings import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
-    AsyncClient,
     DefaultClient,
     Settings,
-    SyncClient,
     Timeout,
     client_options,
     from_env,
     required,
 )
+from wrapper._core.sync_client import SyncClient
 from wrapper._core.transports.network import header_value
+from wrapper.apis import Api, Credential
 
 if TYPE_CHECKING:
-    from wrapper._core.options import RequestOptions
-    from wrapper._core.retry_policy import RetryPolicy
+    from wrapper._core.hooks import HookFactory
+    from wrapper._core.options import RequestOptions, RetryPolicy
     from wrapper._core.streams import AsyncCompletionStream, CompletionStream
     from wrapper._generated.scale.params import ScaleParams
-    from wrapper.batch._run import AsyncBatchIterator, BatchIterator
+    from wrapper.batch import AsyncBatchIterator, BatchIterator
 
     class ScaleCall(ScaleParams, RequestOptions, total=False):
         """A call's keyword arguments: the request's fields (``ScaleParams``) and the request options."""
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
 __all__ = ["API", "DEFAULT_BASE_URL", "AsyncScale", "Scale", "ScaleParams", "complete", "stream"]
 
 DEFAULT_BASE_URL = "https://api.egp.scale.com"
+HOOKS = (_telemetry.traced,)
+"""What every call of this API's clients gets: its telemetry (``wrapper._telemetry``)."""
 API = Api(
     name="scale",
     credentials=(
@@ -97,6 +100,7 @@ class Scale(SyncClient):
     """
 
     API = API
+    HOOKS = HOOKS
     _wire: ScaleWire
 
     def __init__(
@@ -110,6 +114,7 @@ class Scale(SyncClient):
         retry: RetryPolicy | None = None,
         deadline: float | None = None,
         stream_idle_timeout: float | None = None,
+        hooks: Sequence[HookFactory] = (),
         http_client: httpx.Client | None = None,
         limits: httpx.Limits | None = None,
         default_headers: Mapping[str, str] | None = None,
@@ -120,7 +125,7 @@ class Scale(SyncClient):
             http_client,
             limits,
             default_headers,
-            client_options(timeout, max_retries, retry, deadline, stream_idle_timeout),
+            client_options(timeout, max_retries, retry, deadline, stream_idle_timeout, hooks),
         )
 
     def complete(self, model: str, prompt: str, **params: Unpack[ScaleCall]) -> Completion:
@@ -161,11 +166,19 @@ class Scale(SyncClient):
         raises its error unless ``return_exceptions=True``; ``requests_per_minute`` and
         ``tokens_per_minute`` pace the batch evenly, and 429s slow it down.
         """
-        limits = (requests_per_minute, tokens_per_minute)
-        from wrapper.batch._run import complete_many
+        from wrapper.batch import complete_many
 
-        client, each = self._batched(params)
-        return complete_many(client, model, prompts, each, concurrency, ordered, return_exceptions, limits)
+        return complete_many(
+            self,
+            model,
+            prompts,
+            concurrency=concurrency,
+            ordered=ordered,
+            return_exceptions=return_exceptions,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
+            **params,
+        )
 
 
 class AsyncScale(AsyncClient):
@@ -178,6 +191,7 @@ class AsyncScale(AsyncClient):
     """
 
     API = API
+    HOOKS = HOOKS
     _wire: ScaleWire
 
     def __init__(
@@ -191,6 +205,7 @@ class AsyncScale(AsyncClient):
         retry: RetryPolicy | None = None,
         deadline: float | None = None,
         stream_idle_timeout: float | None = None,
+        hooks: Sequence[HookFactory] = (),
         http_client: httpx.AsyncClient | None = None,
         limits: httpx.Limits | None = None,
         default_headers: Mapping[str, str] | None = None,
@@ -201,7 +216,7 @@ class AsyncScale(AsyncClient):
             http_client,
             limits,
             default_headers,
-            client_options(timeout, max_retries, retry, deadline, stream_idle_timeout),
+            client_options(timeout, max_retries, retry, deadline, stream_idle_timeout, hooks),
         )
 
     async def complete(self, model: str, prompt: str, **params: Unpack[ScaleCall]) -> Completion:
@@ -237,11 +252,19 @@ class AsyncScale(AsyncClient):
 
         Leaving the loop early and closing the iterator (``aclose()``) cancels the requests in flight.
         """
-        limits = (requests_per_minute, tokens_per_minute)
-        from wrapper.batch._run import acomplete_many
+        from wrapper.batch import acomplete_many
 
-        client, each = self._batched(params)
-        return acomplete_many(client, model, prompts, each, concurrency, ordered, return_exceptions, limits)
+        return acomplete_many(
+            self,
+            model,
+            prompts,
+            concurrency=concurrency,
+            ordered=ordered,
+            return_exceptions=return_exceptions,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
+            **params,
+        )
 
 
 CLIENTS = (Scale, AsyncScale)

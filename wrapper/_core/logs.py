@@ -25,10 +25,6 @@ import os
 import sys
 import threading
 import warnings
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .api import Api
 
 __all__ = ["LEVELS", "setup_logging"]
 
@@ -63,21 +59,22 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
 _handler = _StderrHandler()
 
 
-def setup_logging(api: Api) -> None:
-    """Apply ``api.log_env`` the first time a client of ``api`` is built (later calls return at once)."""
-    if api.name in _seen:
+def setup_logging(env: str) -> None:
+    """Apply the environment variable ``env`` (an API's ``log_env``) the first time a client of its API
+    is built (later calls return at once)."""
+    if env in _seen:
         return
     with _lock:
-        if api.name in _seen:
+        if env in _seen:
             return
-        _seen.add(api.name)
-        value = os.environ.get(api.log_env, "")
+        _seen.add(env)
+        value = os.environ.get(env, "")
         if not value:
             return
         level = LEVELS.get(value.strip().lower())
         if level is None:
             warnings.warn(
-                f"{api.log_env}={value!r} is not a log level: use 'info' or 'debug' (any case); "
+                f"{env}={value!r} is not a log level: use 'info' or 'debug' (any case); "
                 "logging is left as it is",
                 RuntimeWarning,
                 stacklevel=_caller_level(),

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 import httpx
 
 if TYPE_CHECKING:
-    from .client import AsyncClient, SyncClient
     from .results import Completion
     from .streams import AsyncCompletionStream, CompletionStream
 
@@ -160,7 +159,7 @@ class WithRawResponse:
     complete: Callable[..., RawResponse]
     """``client.complete``, the same arguments, returning its ``RawResponse``."""
 
-    def __init__(self, client: SyncClient) -> None:
+    def __init__(self, client: Any) -> None:
         self.complete = raw(getattr(client, "complete"))  # noqa: B009
 
 
@@ -170,7 +169,7 @@ class AsyncWithRawResponse:
     complete: Callable[..., Awaitable[RawResponse]]
     """``client.complete``, the same arguments, returning (awaited) its ``RawResponse``."""
 
-    def __init__(self, client: AsyncClient) -> None:
+    def __init__(self, client: Any) -> None:
         self.complete = araw(getattr(client, "complete"))  # noqa: B009
 
 
@@ -181,7 +180,7 @@ class WithStreamingResponse:
     stream: Callable[..., AbstractContextManager[StreamingResponse[CompletionStream]]]
     """``with client.with_streaming_response.stream(...) as response:``, the arguments of ``stream``."""
 
-    def __init__(self, client: SyncClient) -> None:
+    def __init__(self, client: Any) -> None:
         self.stream = streaming(getattr(client, "stream"))  # noqa: B009
 
 
@@ -191,5 +190,5 @@ class AsyncWithStreamingResponse:
     stream: Callable[..., AbstractAsyncContextManager[StreamingResponse[AsyncCompletionStream]]]
     """``async with client.with_streaming_response.stream(...) as response:``, the arguments of ``stream``."""
 
-    def __init__(self, client: AsyncClient) -> None:
+    def __init__(self, client: Any) -> None:
         self.stream = astreaming(getattr(client, "stream"))  # noqa: B009

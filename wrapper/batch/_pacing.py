@@ -36,12 +36,14 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
-from wrapper._core.retry import MAX_RETRY_AFTER
+from wrapper import RetryPolicy
 
 from ._opening import Opening
 
 __all__ = ["BURST", "Limiter", "Pacer", "checked_limit", "estimate_tokens"]
 
+MAX_RETRY_AFTER = RetryPolicy().max_retry_after
+"""The longest Retry-After a pause waits, as the clients' retries wait it."""
 BURST = 0.25
 """Seconds of budget that may go at once."""
 BACKOFF = 0.8

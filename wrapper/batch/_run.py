@@ -1,16 +1,18 @@
-"""Many prompts through one client with bounded concurrency: ``complete_many`` and ``acomplete_many``.
+"""Many prompts through one client with bounded concurrency: ``complete_many``, ``acomplete_many`` and
+``acomplete_jobs``.
 
 Prompts are pulled lazily, never more than ``concurrency`` ahead of the results handed back, so a
-million prompts from a file never sit in memory. Each prompt goes through the client's own attempt
-loop (``wrapper._core.retries``) with a policy of the batch's: every attempt waits for a limiter
-(``wrapper.batch._pacing``: requests and tokens per minute when given, slowing down on 429s, a 429's
-Retry-After pausing every request rather than one), and is counted in the batch's stats.
+million prompts from a file never sit in memory. Each prompt is one ``complete`` call of the client,
+with hooks of the batch's (``wrapper.CallHooks``): every attempt waits for a limiter (``Pacer``:
+requests and tokens per minute when given, slowing down on 429s, a 429's Retry-After pausing every
+request rather than one), and is counted in the batch's stats.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import threading
 import time
 from collections.abc import (
@@ -25,27 +27,26 @@ from collections.abc import (
 )
 from concurrent.futures import Future
 from queue import SimpleQueue
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import attrs
 import httpx
 
-from wrapper._core.results import Completion
-from wrapper._core.retries import Attempts
-from wrapper._core.retry import retry_or_raise, waited
-from wrapper._generated.exceptions import APIError, APIStatusError, RateLimitError
+from wrapper import CallHooks, CallInfo, Completion, RequestOptions
+from wrapper.errors import APIError, APIStatusError, RateLimitError
 
 from ._pacing import Limiter, Pacer, estimate_tokens
 from ._stats import BatchStats, Tally
 
 if TYPE_CHECKING:
-    from wrapper._core.client import AsyncClient, SyncClient
+    from wrapper import AsyncClient, SyncClient
 
 __all__ = [
     "AsyncBatchIterator",
     "BatchIterator",
     "BatchResult",
     "BatchStats",
+    "Job",
     "acomplete_jobs",
     "acomplete_many",
     "complete_many",
@@ -55,6 +56,7 @@ Job = tuple[int, str, Mapping[str, Any]]
 """One unit of work: the index results carry, the prompt, the keyword arguments for ``complete``."""
 FORGIVEN_429S = 10
 """At most this many of a prompt's 429s cost no retry (each slows the batch down): none retries for ever."""
+_OPTIONS = frozenset(RequestOptions.__annotations__)
 
 
 @attrs.frozen
@@ -129,37 +131,44 @@ def complete_many(
     client: SyncClient,
     model: str,
     prompts: Iterable[str],
-    params: Mapping[str, Any],
-    concurrency: int,
-    ordered: bool,
-    return_exceptions: bool,
-    limits: tuple[float | None, float | None],
+    *,
+    concurrency: int = 16,
+    ordered: bool = False,
+    return_exceptions: bool = False,
+    requests_per_minute: float | None = None,
+    tokens_per_minute: float | None = None,
+    **kwargs: Any,
 ) -> BatchIterator:
-    """``client.complete`` for every prompt with at most ``concurrency`` in flight, results as they finish.
+    """``client.complete(model, prompt, **kwargs)`` for every prompt, at most ``concurrency`` in flight,
+    results as they finish (the clients' ``complete_many``).
 
     ``prompts`` is read lazily, at most ``concurrency`` ahead of the results handed back. ``ordered=True``
     yields results in input order instead. A failed prompt raises its ``APIError`` at once unless
-    ``return_exceptions=True``, which yields it as a result. Requests are paced evenly to ``limits``
-    (requests and tokens per minute, each None for none; tokens are estimated: ``wrapper.batch._pacing``)
-    and slow down on 429s; each prompt gets the client's ``max_retries``. Breaking out of the loop
-    (or ``close()``) stops the batch; requests already sent finish on their own.
+    ``return_exceptions=True``, which yields it as a result. Requests are paced evenly to
+    ``requests_per_minute`` and ``tokens_per_minute`` (tokens are estimated) and slow down on 429s;
+    each prompt gets the client's ``max_retries``. Breaking out of the loop (or ``close()``) stops the
+    batch; requests already sent finish on their own.
     """
     _check_arguments(prompts, concurrency)
-    pacer = Pacer(*limits)
+    pacer = Pacer(requests_per_minute, tokens_per_minute)
+    params, options = _split(kwargs)
     jobs = ((index, prompt, params) for index, prompt in enumerate(prompts))
-    batch = _Batch(client, model, Tally())
-    return BatchIterator(_run(batch, pacer, jobs, concurrency, ordered, return_exceptions), batch.tally)
+    batch, stop = _Batch(model), threading.Event()
+    batch.client = _hooked(client, options, functools.partial(_Paced, batch, pacer, stop))
+    return BatchIterator(_run(batch, stop, jobs, concurrency, ordered, return_exceptions), batch.tally)
 
 
 def acomplete_many(
     client: AsyncClient,
     model: str,
     prompts: Iterable[str] | AsyncIterable[str],
-    params: Mapping[str, Any],
-    concurrency: int,
-    ordered: bool,
-    return_exceptions: bool,
-    limits: tuple[float | None, float | None],
+    *,
+    concurrency: int = 16,
+    ordered: bool = False,
+    return_exceptions: bool = False,
+    requests_per_minute: float | None = None,
+    tokens_per_minute: float | None = None,
+    **kwargs: Any,
 ) -> AsyncBatchIterator:
     """The async ``complete_many``: prompts from an iterable or an async iterable, results by ``async for``.
 
@@ -167,19 +176,20 @@ def acomplete_many(
     the requests in flight.
     """
     _check_arguments(prompts, concurrency)
+    params, options = _split(kwargs)
     if isinstance(prompts, AsyncIterable):
         jobs: Iterator[Job] | AsyncGenerator[Job, None] = _anumbered(prompts, params)
     else:
         jobs = ((index, prompt, params) for index, prompt in enumerate(prompts))
     return acomplete_jobs(
-        client,
+        client.with_options(**options) if options else client,
         model,
         jobs,
         concurrency=concurrency,
         ordered=ordered,
         return_exceptions=return_exceptions,
-        requests_per_minute=limits[0],
-        tokens_per_minute=limits[1],
+        requests_per_minute=requests_per_minute,
+        tokens_per_minute=tokens_per_minute,
     )
 
 
@@ -189,25 +199,35 @@ def acomplete_jobs(
     jobs: Iterator[Job] | AsyncGenerator[Job, None],
     *,
     concurrency: int,
-    ordered: bool,
-    return_exceptions: bool,
+    ordered: bool = False,
+    return_exceptions: bool = False,
     requests_per_minute: float | None = None,
     tokens_per_minute: float | None = None,
     limiter: Limiter | None = None,
 ) -> AsyncBatchIterator:
-    """``acomplete_many`` over explicit jobs, each with its own index and parameters (the CLI's batch).
-
-    ``limiter`` paces the batch instead of the limits (one shared by many processes, say).
+    """``acomplete_many`` over explicit jobs, each with its own index and parameters (the command line's
+    batch, Ray's blocks). ``limiter`` paces the batch instead of the limits (one shared by many
+    processes, say: ``wrapper.ray``'s leases).
     """
     _check_arguments(jobs, concurrency)
     if limiter is None:
         limiter = Pacer(requests_per_minute, tokens_per_minute)
     elif requests_per_minute is not None or tokens_per_minute is not None:
         raise ValueError("pass requests_per_minute/tokens_per_minute or a limiter, not both")
-    batch = _Batch(client, model, Tally())
-    return AsyncBatchIterator(
-        _arun(batch, limiter, jobs, concurrency, ordered, return_exceptions), batch.tally
-    )
+    batch = _Batch(model)
+    batch.client = _hooked(client, {}, functools.partial(_APaced, batch, limiter))
+    return AsyncBatchIterator(_arun(batch, jobs, concurrency, ordered, return_exceptions), batch.tally)
+
+
+def _hooked(client: Any, options: Mapping[str, Any], hooks: Callable[[CallInfo], CallHooks]) -> Any:
+    """``client`` with the batch's request options and its ``hooks`` added to each call's."""
+    return client.with_options(**{**options, "hooks": [*options.get("hooks", ()), hooks]})
+
+
+def _split(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A batch's keyword arguments as (each prompt's parameters, the request options for all of them)."""
+    params = {name: value for name, value in kwargs.items() if name not in _OPTIONS}
+    return params, {name: value for name, value in kwargs.items() if name in _OPTIONS}
 
 
 def _check_arguments(prompts: object, concurrency: int) -> None:
@@ -231,74 +251,67 @@ def _checked(job: Job) -> Job:
 
 
 class _Batch:
-    """What a batch's prompts share: the client, the model, the retry budget and the tally."""
+    """What a batch's prompts share: the client (with the batch's hooks), the model and the tally."""
 
-    def __init__(self, client: SyncClient | AsyncClient, model: str, tally: Tally) -> None:
-        self.client = client
+    def __init__(self, model: str) -> None:
+        self.client: Any = None  # set once the hooks that need this batch are made
         self.model = model
-        self.tally = tally
+        self.tally = Tally()
         self.context = contextvars.copy_context()  # the caller's: its current span is each prompt's parent
 
-    def estimate(self, prompt: str, params: Mapping[str, Any]) -> int:
-        return estimate_tokens(prompt, params, self.client.API.max_tokens)
 
-
-class _Counted(Attempts):
-    """A batch prompt's policy: every attempt counted, 429s slowing the batch down, not retries.
+class _Counted(CallHooks):
+    """A batch prompt's hooks: every attempt counted, 429s slowing the batch down, not retries.
 
     A 429 met the batch's own pace, which the limiter lowers for it (and pauses for its
     Retry-After): it costs no retry, up to ``FORGIVEN_429S`` times per prompt.
     """
 
-    paced = True
-
-    def __init__(self, batch: _Batch, estimate: int) -> None:
-        super().__init__(batch.client.options)
-        self.batch = batch
-        self.estimate = estimate
+    def __init__(self, batch: _Batch, call: CallInfo) -> None:
+        super().__init__(call)
+        self.tally = batch.tally
+        self.estimate = estimate_tokens(call.prompt, call.params, call.client.API.max_tokens)
         self.forgiven = 0
         self.sent_at = 0.0
 
     def _sent(self) -> None:
         self.sent_at = time.monotonic()
-        self.batch.tally.sent()
+        self.tally.sent()
 
     def _answered(self) -> None:
-        self.batch.tally.answered(time.monotonic() - self.sent_at)
+        self.tally.answered(time.monotonic() - self.sent_at)
 
-    def _used(self, completion: Completion) -> int:
+    def _used(self, completion: Completion | None) -> int:
         """Count a success; the tokens it used (as reported, else the estimate)."""
-        self.batch.tally.completed(completion)
+        assert completion is not None  # a batch never streams
+        self.tally.completed(completion)
         if completion.prompt_tokens is None or completion.response_tokens is None:
             return self.estimate
         return completion.prompt_tokens + completion.response_tokens
 
-    def failed(self, error: APIError) -> float:
-        tally = self.batch.tally
-        counted = True
-        if isinstance(error, RateLimitError):
-            tally.add("rate_limited")
-            counted = self.forgiven >= FORGIVEN_429S
-        # A forgiven 429 is retried even when the budget is spent (unless there is none at all).
-        retries = self.retries if counted else min(self.retries, max(self.max_retries - 1, 0))
-        try:
-            delay = retry_or_raise(error, retries, self.max_retries, self.options.retry)
-        except APIError:
-            tally.add("failed")
-            raise
-        tally.add("retries")
-        if counted:
-            self.retries += 1
-        else:
-            self.forgiven += 1
-        return self.deadline_allows(error, delay)
+    def failed(self, error: APIError) -> bool:
+        self._answered()
+        if not isinstance(error, RateLimitError):
+            return False
+        self.tally.add("rate_limited")
+        if self.forgiven >= FORGIVEN_429S:
+            return False
+        self.forgiven += 1
+        return True
+
+    def retrying(self, error: APIError, retry: int, delay: float) -> None:
+        self.tally.add("retries")
+
+    def finished(self, error: BaseException | None) -> None:
+        if isinstance(error, APIError):
+            self.tally.add("failed")
 
 
 class _Paced(_Counted):
-    """A sync batch prompt's policy: each attempt waits for the ``Pacer``, and stops when the batch does."""
+    """A sync batch prompt's hooks: each attempt waits for the ``Pacer``, and stops when the batch does."""
 
-    def __init__(self, batch: _Batch, estimate: int, pacer: Pacer, stop: threading.Event) -> None:
-        super().__init__(batch, estimate)
+    def __init__(self, batch: _Batch, pacer: Pacer, stop: threading.Event, call: CallInfo) -> None:
+        super().__init__(batch, call)
         self.pacer = pacer
         self.stop = stop
 
@@ -306,42 +319,36 @@ class _Paced(_Counted):
         for wait in self.pacer.turns(self.estimate):
             if self.stop.wait(wait):
                 raise _Stopped
+        if self.stop.is_set():  # a retry's wait ended after the batch did
+            raise _Stopped
         self._sent()
 
-    def succeeded(self, result: object) -> None:
+    def succeeded(self, completion: Completion | None) -> None:
         self._answered()
-        assert isinstance(result, Completion)
-        self.pacer.correct(self.estimate, self._used(result))
+        self.pacer.correct(self.estimate, self._used(completion))
 
-    def failed(self, error: APIError) -> float:
-        self._answered()
+    def failed(self, error: APIError) -> bool:
         if isinstance(error, RateLimitError):
             self.pacer.slow_down(_retry_after(error))
         return super().failed(error)
 
-    def wait(self, seconds: float) -> None:
-        if self.stop.wait(waited(seconds)):
-            raise _Stopped
-
 
 class _APaced(_Counted):
-    """An async batch prompt's policy: each attempt waits for the ``Limiter`` (a ``Pacer``, or Ray's)."""
+    """An async batch prompt's hooks: each attempt waits for the ``Limiter`` (a ``Pacer``, or Ray's)."""
 
-    def __init__(self, batch: _Batch, estimate: int, limiter: Limiter) -> None:
-        super().__init__(batch, estimate)
+    def __init__(self, batch: _Batch, limiter: Limiter, call: CallInfo) -> None:
+        super().__init__(batch, call)
         self.limiter = limiter
 
     async def abefore(self) -> None:
         await self.limiter.acquire(self.estimate)
         self._sent()
 
-    async def asucceeded(self, result: object) -> None:
+    async def asucceeded(self, completion: Completion | None) -> None:
         self._answered()
-        assert isinstance(result, Completion)
-        await self.limiter.settle(self.estimate, self._used(result))
+        await self.limiter.settle(self.estimate, self._used(completion))
 
-    async def afailed(self, error: APIError) -> float:
-        self._answered()
+    async def afailed(self, error: APIError) -> bool:
         if isinstance(error, RateLimitError):
             await self.limiter.throttled(_retry_after(error))
         return self.failed(error)
@@ -405,12 +412,10 @@ class _Stopped(BaseException):
     """The batch ended while this request was waiting for its turn (like a cancelled task: no failure)."""
 
 
-def _attempts(batch: _Batch, pacer: Pacer, stop: threading.Event, job: Job) -> Completion:
-    """One prompt in a worker thread: the client's attempt loop, paced, until it completes or fails."""
+def _complete(batch: _Batch, job: Job) -> Completion:
+    """One prompt in a worker thread: the client's ``complete``, paced by the batch's hooks."""
     _, prompt, params = job
-    policy = _Paced(batch, batch.estimate(prompt, params), pacer, stop)
-    client = cast("SyncClient", batch.client)
-    completion: Completion = client._complete(batch.model, prompt, params, policy)
+    completion: Completion = batch.client.complete(batch.model, prompt, **params)
     return completion
 
 
@@ -455,17 +460,16 @@ class _Workers:
 
 def _run(
     batch: _Batch,
-    pacer: Pacer,
+    stop: threading.Event,
     jobs: Iterable[Job],
     concurrency: int,
     ordered: bool,
     keep: bool,
 ) -> Generator[BatchResult, None, None]:
-    stop = threading.Event()
     window: _Window[Future[Completion]] = _Window(ordered)
     finished: SimpleQueue[object] = SimpleQueue()
     pending_jobs = iter(jobs)
-    workers = _Workers(concurrency, lambda job: _attempts(batch, pacer, stop, job), batch.context)
+    workers = _Workers(concurrency, functools.partial(_complete, batch), batch.context)
     batch.tally.start()
     try:
         while True:
@@ -484,18 +488,15 @@ def _run(
         workers.stop()
 
 
-async def _aattempts(batch: _Batch, limiter: Limiter, job: Job) -> Completion:
-    """One prompt as a task: the client's attempt loop, paced, until it completes or fails for good."""
+async def _acomplete(batch: _Batch, job: Job) -> Completion:
+    """One prompt as a task: the client's ``complete``, paced by the batch's hooks."""
     _, prompt, params = job
-    policy = _APaced(batch, batch.estimate(prompt, params), limiter)
-    client = cast("AsyncClient", batch.client)
-    completion: Completion = await client._complete(batch.model, prompt, params, policy)
+    completion: Completion = await batch.client.complete(batch.model, prompt, **params)
     return completion
 
 
 async def _arun(
     batch: _Batch,
-    limiter: Limiter,
     jobs: Iterator[Job] | AsyncGenerator[Job, None],
     concurrency: int,
     ordered: bool,
@@ -510,7 +511,7 @@ async def _arun(
                 job = await anext(jobs, None) if isinstance(jobs, AsyncGenerator) else next(jobs, None)
                 if job is None:
                     break
-                task = asyncio.create_task(_aattempts(batch, limiter, _checked(job)))
+                task = asyncio.create_task(_acomplete(batch, _checked(job)))
                 task.add_done_callback(finished.put_nowait)
                 window.add(task, job[0])
             if not window:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 if TYPE_CHECKING:
-    from wrapper._core.results import Completion
+    from wrapper import Completion
 
 __all__ = ["BatchStats", "Tally"]
 

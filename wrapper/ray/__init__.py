@@ -54,13 +54,13 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
 
     raise ImportError(f"wrapper.ray needs Ray Data, which is not installed: {install_hint('ray')}") from exc
 
-from wrapper._core import api as _api
-from wrapper.batch._pacing import checked_limit
-from wrapper.batch._run import BatchResult, acomplete_jobs
-from wrapper.ray._leases import Coordinator, Grant, LeasedLimiter, Report
+from wrapper import apis
+from wrapper.batch import BatchResult, acomplete_jobs, checked_limit
+
+from ._leases import Coordinator, Grant, LeasedLimiter, Report
 
 if TYPE_CHECKING:
-    from wrapper._core.client import AsyncClient
+    from wrapper import AsyncClient
 
 __all__ = ["OUTPUT_COLUMNS", "complete_dataset"]
 
@@ -103,8 +103,8 @@ def complete_dataset(
     _check(dataset, api, prompt_column, workers, concurrency, on_error)
     rpm = checked_limit("requests_per_minute", requests_per_minute)
     tpm = checked_limit("tokens_per_minute", tokens_per_minute)
-    options = _options(_api.get(api), client_options)
-    _api.get(api).clients()[0](**options).close()  # bad or missing options fail here, not on a worker
+    options = _options(apis.get(api), client_options)
+    apis.get(api).clients()[0](**options).close()  # bad or missing options fail here, not on a worker
     # Unnamed and not detached: it lives as long as the returned Dataset (whose plan holds the handle).
     coordinator = ray.remote(_LeaseCoordinator).options(num_cpus=0).remote(rpm, tpm, workers)
     return dataset.map_batches(
@@ -132,7 +132,7 @@ def _check(
 ) -> None:
     if not isinstance(dataset, ray.data.Dataset):
         raise TypeError(f"dataset must be a ray.data.Dataset, got {type(dataset).__name__}")
-    _api.get(api)  # ValueError naming the APIs for any other name
+    apis.get(api)  # ValueError naming the APIs for any other name
     if on_error not in ("column", "raise"):
         raise ValueError(f"on_error must be 'column' or 'raise', got {on_error!r}")
     for name, value in (("workers", workers), ("concurrency", concurrency)):
@@ -147,7 +147,7 @@ def _check(
         raise ValueError(f"the dataset already has column(s) {taken}, which complete_dataset adds")
 
 
-def _options(api: _api.Api, client_options: Mapping[str, Any] | None) -> dict[str, Any]:
+def _options(api: apis.Api, client_options: Mapping[str, Any] | None) -> dict[str, Any]:
     """The client's constructor arguments: those given, over those the driver's environment sets."""
     if client_options is not None and not isinstance(client_options, Mapping):
         raise TypeError(f"client_options must be a mapping, got {type(client_options).__name__}")
@@ -203,7 +203,7 @@ class _CompletionWorker:
     ) -> None:
         self._job = job
         self._loop = asyncio.new_event_loop()
-        self._client: AsyncClient = _api.get(job.api).clients()[1](**options.reveal())
+        self._client: AsyncClient = apis.get(job.api).clients()[1](**options.reveal())
         worker = uuid.uuid4().hex
 
         async def ask(report: Report) -> Grant:

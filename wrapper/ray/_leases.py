@@ -31,11 +31,13 @@ import time
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 
-from wrapper._core.retry import MAX_RETRY_AFTER
-from wrapper.batch._pacing import Pacer, checked_limit
+from wrapper import RetryPolicy
+from wrapper.batch import Pacer, checked_limit
 
 __all__ = ["LEASE", "Coordinator", "Grant", "LeasedLimiter", "Report"]
 
+MAX_RETRY_AFTER = RetryPolicy().max_retry_after
+"""The longest Retry-After a pause waits, as the clients' retries wait it."""
 LEASE = 0.5
 """Seconds a lease covers, unless one request at the worker's share takes longer."""
 _ROUNDING = 1e-9  # relative: float sums of equal shares never turn a fair lease into a wait

@@ -59,7 +59,7 @@ from typing import Any, Self
 
 import uvicorn
 
-from wrapper._core import api as _api
+from wrapper import apis as _api
 
 from . import _catalog
 from ._app import Exchange, SandboxApp, Stats

@@ -21,7 +21,7 @@ import threading
 from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
-from . import fork as _fork
+from . import fork
 
 if TYPE_CHECKING:
     import asyncio
@@ -44,13 +44,13 @@ class PerLoop(Generic[P]):
         self._lock = threading.Lock()  # loops in several threads may ask at once
         self._pools: dict[asyncio.AbstractEventLoop, tuple[P, AsyncGenerator[None, None]]] = {}
         self._pid = os.getpid()
-        _fork.register(self)
+        fork.register(self)
 
     def after_fork(self) -> None:
         """In a forked child: abandon the parent's pools (see the module)."""
         self._pid = os.getpid()
         self._lock = threading.Lock()  # a thread of the parent may have held it at the fork
-        _fork.abandon(self._pools)
+        fork.abandon(self._pools)
         self._pools = {}
 
     def _entries(self) -> dict[asyncio.AbstractEventLoop, tuple[P, AsyncGenerator[None, None]]]:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import httpcore
 import httpx
 
-from . import fork as _fork
+from . import fork
 
 if TYPE_CHECKING:
     import ssl
@@ -52,7 +52,7 @@ class CheckoutTransport(httpx.BaseTransport):
         self._closed = False
         self._changed = threading.Condition()
         self._pid = os.getpid()
-        _fork.register(self)
+        fork.register(self)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         transport = self._take(request.extensions.get("timeout", {}).get("pool"))

@@ -1,24 +1,34 @@
-"""What the package knows of each API, in one descriptor per API: ``Api``.
+"""The APIs this package speaks, and what it knows of each: their descriptors (``Api``).
 
-Each API's public module (``wrapper.scale``, ``wrapper.gradient``) defines its ``API``; everything
-else (the clients' core, the command line, Ray, telemetry, pacing, the pytest plugin, the sandbox)
-reads descriptors and never branches on an API's name. ``NAMES`` lists the APIs; ``get(name)``
-loads one.
+Each API's module defines its descriptor, ``wrapper.scale.API`` and ``wrapper.gradient.API``: its
+credentials and their environment variables, its default base URL, its max-tokens, stop and choice
+keywords, whether it streams, its keyword arguments' rules and schemas. Code built on the clients
+(the command line, the sandbox, Ray, the framework adapters, the pytest plugin, the router) reads
+descriptors and never branches on an API's name, so a third API plugs in with a descriptor.
+
+    from wrapper import apis
+
+    for name in apis.NAMES:
+        api = apis.get(name)
+        print(name, api.max_tokens, [c.env for c in api.credentials])
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .client import AsyncClient, SyncClient
-    from .validate import Rule
+    from wrapper._core.validate import Rule
 
-__all__ = ["NAMES", "Api", "Credential", "get"]
+__all__ = ["NAMES", "SPECS", "Api", "Credential", "get"]
 
+SPECS = Path(str(getattr(importlib.util.find_spec("wrapper._generated"), "origin", ""))).parent
+"""The folder of the normalised specs the clients are generated from: ``<api>/spec.json`` each."""
 NAMES = ("gradient", "scale")
 """Every API, by the name the command line, Ray and telemetry use (its public module's name)."""
 
@@ -61,16 +71,31 @@ class Api:
     model_help: str
     """What the command line says the model argument is."""
 
-    def clients(self) -> tuple[Callable[..., SyncClient], Callable[..., AsyncClient]]:
+    def clients(self) -> tuple[Callable[..., Any], Callable[..., Any]]:
         """The sync and async client classes (their keyword arguments are the API's own)."""
         module = importlib.import_module(f"wrapper.{self.name}")
-        classes: tuple[Callable[..., SyncClient], Callable[..., AsyncClient]] = module.CLIENTS
+        classes: tuple[Callable[..., Any], Callable[..., Any]] = module.CLIENTS
         return classes
 
     def rules(self) -> Mapping[str, Rule]:
         """The checks ``complete`` makes of each keyword argument, from the spec."""
         rules: Mapping[str, Rule] = importlib.import_module(f"wrapper._core.wires.{self.name}").RULES
         return rules
+
+    def check(self, params: Mapping[str, Any], prompt: str | None = None) -> None:
+        """Check keyword arguments (and a prompt) as ``complete`` does before sending: ``ValueError`` naming
+        the keyword and the rule the spec states, or text UTF-8 cannot encode (``TypeError`` for a keyword
+        the API does not have)."""
+        from wrapper._core.validate import check_encodable, check_params
+
+        check_params(params, self.rules())
+        check_encodable(params if prompt is None else {"prompt": prompt, **params})
+
+    def schema(self, keyword: str) -> Mapping[str, Any]:
+        """The spec's JSON schema of the keyword argument ``keyword`` (``KeyError`` for another name)."""
+        params = importlib.import_module(f"wrapper._generated.{self.name}.params")
+        schema: Mapping[str, Any] = params.KEYWORDS[keyword]["schema"]
+        return schema
 
     def client_options(self, environ: Any) -> dict[str, str]:
         """The constructor arguments set in ``environ`` (credentials and base URL), by keyword."""
