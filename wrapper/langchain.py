@@ -86,9 +86,18 @@ class _CompletionsLLM(BaseLLM):
         rest = {k: v for k, v in values.items() if k not in given}
         return {**rest, "model_kwargs": {**given, **rest.get("model_kwargs", {})}}
 
+    _secrets: ClassVar[dict[str, str]]
+    """The secret fields, each with the client's credential keyword it is given as."""
+
     @property
     def _api(self) -> _frameworks.Api:
         return _frameworks.api(self._api_name)
+
+    @property
+    def lc_secrets(self) -> dict[str, str]:
+        """Each secret field with the environment variable the API's client reads it from."""
+        envs = {credential.keyword: credential.env for credential in self._api.credentials}
+        return {field: envs[keyword] for field, keyword in self._secrets.items()}
 
     @property
     def _model_name(self) -> str:
@@ -334,6 +343,7 @@ class ScaleLLM(_CompletionsLLM):
     """
 
     _api_name: ClassVar[str] = "scale"
+    _secrets: ClassVar[dict[str, str]] = {"api_key": "api_key"}
 
     model: str = Field(min_length=1)
     """The model deployment id."""
@@ -351,9 +361,6 @@ class ScaleLLM(_CompletionsLLM):
     def _llm_type(self) -> str:
         return "scale"
 
-    @property
-    def lc_secrets(self) -> dict[str, str]:
-        return {"api_key": "SGP_API_KEY"}
 
     @property
     def _model_name(self) -> str:
@@ -383,6 +390,7 @@ class GradientLLM(_CompletionsLLM):
     """
 
     _api_name: ClassVar[str] = "gradient"
+    _secrets: ClassVar[dict[str, str]] = {"gradient_access_token": "access_token"}
 
     model_id: str = Field(alias="model", min_length=1)
     """The base model or model adapter id."""
@@ -409,9 +417,6 @@ class GradientLLM(_CompletionsLLM):
     def _llm_type(self) -> str:
         return "gradient"
 
-    @property
-    def lc_secrets(self) -> dict[str, str]:
-        return {"gradient_access_token": "GRADIENT_ACCESS_TOKEN"}
 
     @property
     def _model_name(self) -> str:
