@@ -31,7 +31,7 @@ SAME_ON_EVERY_PYTHON = [
 library and its tests, the sandbox, the CLI, Ray, the frameworks, the contract tests (the requests the
 clients build), the docs' examples (each runs in a fresh interpreter) and the bench's smoke test."""
 
-nox.options.default_venv_backend = "venv"
+nox.options.default_venv_backend = "uv|venv"  # uv (a dev dependency) installs the dev extra in seconds
 nox.options.sessions = ["tests"]
 nox.options.error_on_missing_interpreters = False  # .ci/run decides which versions must be there
 
