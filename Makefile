@@ -51,12 +51,14 @@ lint: install  ## ruff (lint and format) and mypy --strict on the hand-written c
 # in-flight peaks or wall-clock time, so they run one at a time with nothing beside them, after the
 # rest has run on WORKERS processes. Each `-m` replaces pyproject.toml's `-m "not dist"`, so it says it
 # again. `make test` runs the checks beside the parallel part (nothing there measures time, and mypy's
-# caches are apart), each one's output in one piece, then the serial part alone.
+# caches are apart), then the serial part alone.
 PARALLEL_PART := $(PYTEST) -n $(WORKERS) -m "not serial and not dist"
 SERIAL_PART := $(PYTEST) -m "serial and not dist"
+# Each job's output in one piece where make can (GNU make 4+; 3.81, macOS's, interleaves it).
+SYNC_OUTPUT := $(if $(filter output-sync,$(.FEATURES)),--output-sync=target)
 
 test: install node_modules/.installed  ## everything CI runs: the checks and the suite's two parts
-	$(MAKE) --no-print-directory --jobs=3 --output-sync=target check-regen lint test-parallel
+	$(MAKE) --no-print-directory --jobs=3 $(SYNC_OUTPUT) check-regen lint test-parallel
 	$(SERIAL_PART)
 
 test-parallel: install node_modules/.installed  ## the suite but its serial tests, on WORKERS processes
