@@ -2,24 +2,38 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# pytest-xdist processes for the parallel part of the suite (auto: one per CPU)
+WORKERS ?= auto
+PYTEST := $(BIN)/python -m pytest -q
 
-.PHONY: install regen check-regen lint test demo bench docs dist
+.PHONY: install regen check-regen lint test test-parallel test-serial demo bench docs dist
 .DEFAULT_GOAL := test
 
-# The editable install's import hook is invisible to type checkers (mypy, pyright): a plain path entry
-# (.pth) for the checkout lets them resolve the package too.
-$(BIN)/.installed: pyproject.toml setup.py Makefile
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+# Two install levels, one stamp each, in the same .venv: `make demo` needs only the package and its
+# sandbox extra (about 30 distributions, seconds); everything else needs the dev extra (ray, the vendor
+# SDKs, mkdocs, ...: minutes). The dev level includes the sandbox one, so it stamps both, and a `make
+# test` after a `make demo` installs the rest on top. The editable install's import hook is invisible
+# to type checkers (mypy, pyright): a plain path entry (.pth) for the checkout lets them resolve the
+# package too.
+define install_extra
+	test -x $(BIN)/python || { $(PYTHON) -m venv $(VENV) && $(BIN)/python -m pip install --quiet --upgrade pip; }
+	$(BIN)/python -m pip install --quiet -e '.[$(1)]'
 	$(BIN)/python -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_path("purelib"), "completion_clients_checkout.pth").write_text("$(CURDIR)\n")'
+endef
+
+$(BIN)/.installed-sandbox: pyproject.toml setup.py Makefile
+	$(call install_extra,sandbox)
 	touch $@
+
+$(BIN)/.installed-dev: pyproject.toml setup.py Makefile
+	$(call install_extra,dev)
+	touch $@ $(BIN)/.installed-sandbox
 
 node_modules/.installed: package-lock.json  # Prism, the contract tests' spec-driven mock server
 	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $@
 
-install: $(BIN)/.installed
+install: $(BIN)/.installed-dev  ## .venv with the project editable and its dev extra
 
 regen: install  ## regenerate generated/ from specs/ and print what changed in the public surface
 	$(BIN)/python scripts/regen.py
@@ -33,10 +47,27 @@ lint: install  ## ruff (lint and format) and mypy --strict on the hand-written c
 	$(BIN)/mypy --strict wrapper
 	$(BIN)/mypy --strict scripts/templates
 
-test: check-regen lint node_modules/.installed  ## everything CI runs
-	$(BIN)/python -m pytest -q
+# The suite in two parts (CONTRIBUTING.md, "The test suite"): the tests marked `serial` measure rates,
+# in-flight peaks or wall-clock time, so they run one at a time with nothing beside them, after the
+# rest has run on WORKERS processes. Each `-m` replaces pyproject.toml's `-m "not dist"`, so it says it
+# again. `make test` runs the checks beside the parallel part (nothing there measures time, and mypy's
+# caches are apart), then the serial part alone.
+PARALLEL_PART := $(PYTEST) -n $(WORKERS) -m "not serial and not dist"
+SERIAL_PART := $(PYTEST) -m "serial and not dist"
+# Each job's output in one piece where make can (GNU make 4+; 3.81, macOS's, interleaves it).
+SYNC_OUTPUT := $(if $(filter output-sync,$(.FEATURES)),--output-sync=target)
 
-demo: install  ## the main job: the sandbox and both clients, end to end
+test: install node_modules/.installed  ## everything CI runs: the checks and the suite's two parts
+	$(MAKE) --no-print-directory --jobs=3 $(SYNC_OUTPUT) check-regen lint test-parallel
+	$(SERIAL_PART)
+
+test-parallel: install node_modules/.installed  ## the suite but its serial tests, on WORKERS processes
+	$(PARALLEL_PART)
+
+test-serial: install  ## the serial tests alone: rates, in-flight peaks and timing
+	$(SERIAL_PART)
+
+demo: $(BIN)/.installed-sandbox  ## the main job: the sandbox and both clients, end to end
 	$(BIN)/python examples/demo.py
 
 bench: install  ## speed and memory against raw httpx and aiohttp (not part of `make test`)

@@ -12,8 +12,26 @@ from pathlib import Path
 import nox
 
 PYTHONS = ["3.11", "3.12", "3.13"]  # keep in step with the classifiers in pyproject.toml
+REFERENCE = PYTHONS[0]
+"""The version that runs everything (``.venv``'s, ``make test``'s, in CI); the others leave out
+``SAME_ON_EVERY_PYTHON``."""
 
-nox.options.default_venv_backend = "venv"
+SAME_ON_EVERY_PYTHON = [
+    # mypy with pyproject.toml's configuration, whose python_version = "3.11" fixes the version it checks
+    # for: the same analysis whatever interpreter runs it. (tests/test_install.py runs mypy outside the
+    # checkout, for the running interpreter's version: it stays.)
+    "tests/test_docs_examples.py::test_examples_type_check",
+    "tests/test_typing.py",
+    # The regeneration pipeline's own tests: generated/ is text from the pinned generator and ruff, and
+    # `make check-regen` compares it byte for byte. What a regeneration produces still runs on every
+    # version: tests/test_spec_releases.py regenerates and runs the library's tests on the result.
+    "tests/test_regen.py",
+]
+"""What the other versions leave out. Not here, because they run (or can differ) per version: the
+library and its tests, the sandbox, the CLI, Ray, the frameworks, the contract tests (the requests the
+clients build), the docs' examples (each runs in a fresh interpreter) and the bench's smoke test."""
+
+nox.options.default_venv_backend = "uv|venv"  # uv (a dev dependency) installs the dev extra in seconds
 nox.options.sessions = ["tests"]
 nox.options.error_on_missing_interpreters = False  # .ci/run decides which versions must be there
 
@@ -29,9 +47,18 @@ os.environ["PATH"] = os.pathsep.join([*_pyenv_bins(), os.environ.get("PATH", "")
 
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
-    """pytest with the dev extra, as ``make test`` runs it (regen, ruff and mypy: the same on any version)."""
+    """pytest with the dev extra, in make test's two parts (regen, ruff and mypy: the same on any version).
+
+    Arguments after ``--`` replace the parts: ``nox -s tests-3.13 -- tests/test_batch.py``.
+    """
     session.install("-e", ".[dev]")
     # As `make install` does: a path entry for the checkout, so type checkers resolve the package too.
     pth = "pathlib.Path(sysconfig.get_path('purelib'), 'completion_clients_checkout.pth')"
     session.run("python", "-c", f"import pathlib, sysconfig; {pth}.write_text({str(Path.cwd()) + chr(10)!r})")
-    session.run("python", "-m", "pytest", "-q", *session.posargs)
+    if session.posargs:
+        session.run("python", "-m", "pytest", "-q", *session.posargs)
+        return
+    left_out = [] if session.python == REFERENCE else [f"--deselect={test}" for test in SAME_ON_EVERY_PYTHON]
+    # As the Makefile's PARALLEL_PART and SERIAL_PART: the serial tests alone, after the rest.
+    session.run("python", "-m", "pytest", "-q", "-n", "auto", "-m", "not serial and not dist", *left_out)
+    session.run("python", "-m", "pytest", "-q", "-m", "serial and not dist", *left_out)

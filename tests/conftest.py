@@ -6,6 +6,7 @@ Helpers that are not fixtures live in ``tests/helpers.py``.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -88,6 +89,13 @@ def server() -> Iterator[LocalServer]:
     local.stop()
 
 
+@pytest.fixture(scope="session")
+def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One mypy cache for the tests that type-check (per xdist worker): the standard library and the
+    dependencies are analysed once, not once a test; mypy's incremental checks keep each result exact."""
+    return tmp_path_factory.mktemp("mypy-cache")
+
+
 @pytest.fixture(autouse=True)
 def _short_client_timeouts(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every client built in a test defaults to ``TEST_TIMEOUT`` instead of the 600 s read timeout."""
@@ -140,3 +148,14 @@ async def net_client(net_env: pytest.MonkeyPatch) -> AsyncIterator[Callable[...,
     yield make
     for client in opened:
         await call(client.close())
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A ``serial`` test (timing, rates, in-flight peaks) fails rather than run beside others under xdist."""
+    workers = getattr(item.config, "workerinput", {}).get("workercount", 1)  # set on xdist's workers only
+    if item.get_closest_marker("serial") and workers > 1:
+        pytest.fail(
+            f"{item.nodeid} is marked serial: run it with nothing beside it (`make test-serial`, or pytest "
+            "without -n), as `make test` does",
+            pytrace=False,
+        )

@@ -222,6 +222,7 @@ def test_breaking_out_early_leaks_nothing(counted_sandbox: Sandbox, scale: Scale
     assert counted_sandbox.stats().requests <= 9  # the window in flight at the break, and nothing after
 
 
+@pytest.mark.serial  # closing within 0.5 s
 async def test_closing_an_async_batch_early_cancels_the_requests_in_flight(counted_sandbox: Sandbox) -> None:
     counted_sandbox.inject(delay=1, count=7, api="scale")  # seven of the first eight requests are held 1 s
     async with AsyncScale(api_key="k", account_id="a", base_url=counted_sandbox.scale_base_url) as scale:

@@ -30,6 +30,7 @@ def held(busy_sandbox: Sandbox) -> Iterator[Sandbox]:
     busy_sandbox.clear_faults()
 
 
+@pytest.mark.serial  # an in-flight peak: 150 requests within a 2 s hold
 def test_sync_batch_has_150_in_flight(held: Sandbox) -> None:
     with Scale(api_key="k", account_id="a", base_url=held.scale_base_url, timeout=10) as scale:
         results = list(scale.complete_many(SCALE_MODEL, ["p"] * 150, concurrency=150, max_tokens=1))
@@ -37,6 +38,7 @@ def test_sync_batch_has_150_in_flight(held: Sandbox) -> None:
     assert held.stats().max_in_flight == 150
 
 
+@pytest.mark.serial  # an in-flight peak: 150 requests within a 2 s hold
 async def test_async_batch_has_150_in_flight(held: Sandbox) -> None:
     async with AsyncScale(api_key="k", account_id="a", base_url=held.scale_base_url, timeout=10) as scale:
         results = [

@@ -82,6 +82,7 @@ async def test_a_limiter_and_limits_together_are_refused(server: LocalServer) ->
             )  # fmt: skip
 
 
+@pytest.mark.serial  # a rate: arrivals in any one second
 def test_requests_per_minute_are_spread_evenly(server: LocalServer, scale_at: Scale) -> None:
     arrivals = Arrivals(json_reply(200, scale_body()))
     server.script(arrivals)
@@ -91,6 +92,7 @@ def test_requests_per_minute_are_spread_evenly(server: LocalServer, scale_at: Sc
     assert arrivals.most_in_one_second() <= 10 + 3
 
 
+@pytest.mark.serial  # a rate: arrivals in any one second
 async def test_tokens_per_minute_are_spread_evenly_async(server: LocalServer) -> None:
     # Each request is estimated at ceil(40 / 4) + 10 = 20 tokens; the responses report 10 used.
     arrivals = Arrivals(json_reply(200, scale_body(prompt_tokens=5, response_tokens=5)))
@@ -140,6 +142,7 @@ def test_stats_count_what_happened(server: LocalServer, scale_at: Scale) -> None
     assert failed.request_id is None
 
 
+@pytest.mark.serial  # latencies measured against a 0.2 s answer
 def test_latency_percentiles_come_from_the_answers(server: LocalServer, scale_at: Scale) -> None:
     slow = json_reply(200, scale_body())
 
@@ -197,6 +200,7 @@ def test_429s_cost_no_retry(server: LocalServer) -> None:
     assert (batch.stats.rate_limited, batch.stats.retries, batch.stats.requests) == (16, 16, 24)
 
 
+@pytest.mark.serial  # a rate: the sandbox's per-second budget
 def test_adapts_to_a_server_limit_it_was_not_told(server: LocalServer) -> None:
     with Sandbox(rpm=1200) as limited:
         with Gradient(
@@ -212,6 +216,7 @@ def test_adapts_to_a_server_limit_it_was_not_told(server: LocalServer) -> None:
     assert sent.rate_limited <= 32 + SHARE * sent.requests
 
 
+@pytest.mark.serial  # a rate: the sandbox's per-second budget
 async def test_paced_to_the_servers_limit_meets_no_429(server: LocalServer) -> None:
     with Sandbox(rpm=1200) as limited:
         async with AsyncScale(

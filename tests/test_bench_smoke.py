@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPECTED = {
@@ -40,6 +42,7 @@ def _positive(figure: dict[str, float], zero: bool = False) -> bool:
     )
 
 
+@pytest.mark.serial  # the bench measures rates, in-flight peaks and latency
 def test_quick_bench_prints_and_writes_every_row(tmp_path: Path) -> None:
     results = tmp_path / "bench.json"
     run = subprocess.run(

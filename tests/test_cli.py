@@ -59,6 +59,7 @@ def _results(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+@pytest.mark.serial  # killed while it runs
 def test_a_batch_killed_mid_way_resumes_with_nothing_lost_repeated_or_half_written(
     counted_sandbox: Sandbox, tmp_path: Path
 ) -> None:
@@ -299,6 +300,7 @@ def test_retry_failed_sends_exactly_the_failures_again(
     assert error["index"] == 41
 
 
+@pytest.mark.serial  # killed while it runs
 def test_retry_failed_killed_mid_run_loses_nothing_and_a_rerun_completes_it(
     counted_sandbox: Sandbox, tmp_path: Path
 ) -> None:

@@ -259,6 +259,7 @@ def slow_sandbox() -> Iterator[Sandbox]:
         yield sb
 
 
+@pytest.mark.serial  # an in-flight peak within a 0.5 s hold
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("is_async", [False, True])
 async def test_limits_cap_the_connections(slow_sandbox: Sandbox, is_async: bool) -> None:

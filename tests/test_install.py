@@ -61,14 +61,14 @@ def test_the_wheel_installs_wrapper_alone_with_the_generated_code_inside(
         assert not [member.name for member in archive.getmembers() if member.issym()]
 
 
-def test_mypy_run_outside_the_checkout_sees_the_installed_package(tmp_path: Path) -> None:
+def test_mypy_run_outside_the_checkout_sees_the_installed_package(tmp_path: Path, mypy_cache: Path) -> None:
     user_code = tmp_path / "use.py"
     user_code.write_text(
         'from wrapper.scale import Scale\n\nScale(api_key="k").complete("m", "p", max_tokns=5)\n'
     )
     env = {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "PYTHONPATH")}
     checked = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "cache"), user_code.name],
+        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(mypy_cache), user_code.name],
         cwd=tmp_path,
         env=env,
         capture_output=True,

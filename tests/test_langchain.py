@@ -144,6 +144,7 @@ async def test_streaming_invoke_reports_tokens(sandbox: Sandbox, scale_client: S
     assert info["request_id"].count("sandbox-") == 1  # the stream's own, not one per chunk joined
 
 
+@pytest.mark.serial  # an in-flight peak within a 0.2 s hold
 @pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_a_batch_is_one_complete_many_with_max_concurrency_in_flight(
     scale_llm: ScaleLLM, scale_client: Scale, sandbox: Sandbox, mode: str
@@ -159,6 +160,7 @@ async def test_a_batch_is_one_complete_many_with_max_concurrency_in_flight(
     assert answers[:3] == [expected_scale(scale_client, f"Tell me about {p}") for p in prompts[:3]]
 
 
+@pytest.mark.serial  # a rate: the sandbox's per-second budget
 def test_a_batch_honours_the_models_rate_limit() -> None:
     with Sandbox(rpm=1200) as limited:  # 429 past 1200 requests a minute: 20 at once at most
         llm = ScaleLLM(
@@ -326,6 +328,7 @@ except ImportError as exc:
     assert install_command("langchain").search(out), out
 
 
+@pytest.mark.serial  # an in-flight peak within a 0.2 s hold
 def test_a_streaming_model_still_batches(sandbox: Sandbox) -> None:
     llm = ScaleLLM(model=SCALE_MODEL, api_key=CREDENTIAL, base_url=sandbox.scale_base_url, streaming=True)
     recorder = Recorder()

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from wrapper.batch._pacing import BURST
@@ -142,6 +142,10 @@ def achieved_per_minute(times: list[float]) -> float:
     hop=st.floats(0.0, 0.05),
     tokens=st.one_of(st.none(), st.tuples(st.floats(600, 600_000), st.integers(1, 400))),
 )
+# One request costs more tokens than a short lease pays for, and workers ask a second apart: the
+# leases ended before their tokens were paid, and the others booked them again (12 tokens a second
+# went against a limit of 10).
+@example(rpm=601.0, workers=4, concurrency=1, latency=1.0, hop=0.0, tokens=(600.0, 3))
 def test_workers_together_never_send_over_the_limit_in_any_window(
     rpm: float,
     workers: int,
@@ -290,6 +294,17 @@ def test_tokens_used_beyond_the_estimates_delay_the_next_lease() -> None:
     share = coordinator.grant("b", Report())
     assert renewed.token_rate == share.token_rate == 50
     assert renewed.delay == share.delay == 0
+
+
+def test_a_lease_lasts_until_the_tokens_of_the_request_waiting_for_it_are_paid() -> None:
+    clock = [0.0]
+    coordinator = Coordinator(None, 600, workers=2, clock=lambda: clock[0])  # 10 tokens a second
+    alone = coordinator.grant("a", Report(cost=30))
+    assert alone.token_rate == 10
+    assert alone.duration == pytest.approx(3.0)  # not a short lease whose end others would book
+    other = coordinator.grant("b", Report(cost=30))
+    assert other.requests == 0
+    assert other.duration == pytest.approx(3.0)  # "a" holds the limit until its request is paid
 
 
 def test_a_worker_that_joins_waits_at_most_one_short_lease_for_its_share() -> None:

@@ -21,6 +21,9 @@ from wrapper.sandbox import Sandbox
 
 pytestmark = [
     pytest.mark.timeout(300),  # Ray starts its worker processes on first use: seconds each
+    # A rate held across the cluster, and the cluster's processes take both CPUs: the module runs alone,
+    # and so starts Ray once.
+    pytest.mark.serial,
     # Ray Data's DataContext warns about its own deprecated defaults when first built (ray 2.60).
     pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data.context"),
 ]

@@ -182,6 +182,7 @@ async def test_a_deadline_bounds_the_call_and_says_so(sandbox: Sandbox, mode: st
         await call(client.close())
 
 
+@pytest.mark.serial  # chunks within 0.3 s
 async def test_a_stalled_stream_hits_its_idle_timeout_but_a_slow_first_answer_does_not(
     sandbox: Sandbox, mode: str
 ) -> None:
@@ -199,6 +200,7 @@ async def test_a_stalled_stream_hits_its_idle_timeout_but_a_slow_first_answer_do
         await call(client.close())
 
 
+@pytest.mark.serial  # an answer within a 0.3 s timeout
 async def test_a_batch_applies_the_options_to_each_prompt(sandbox: Sandbox, mode: str) -> None:
     sandbox.inject(delay=2.0, count=1, api="scale")
     client = scale(mode, sandbox.scale_base_url, max_retries=0)

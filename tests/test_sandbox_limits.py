@@ -94,6 +94,7 @@ def test_faults_come_first_and_use_no_budget() -> None:
         assert sb.stats().rate_limited == 1
 
 
+@pytest.mark.serial  # two requests within the 1 s budget
 def test_clients_that_honour_retry_after_get_through() -> None:
     # 60 a minute is one request a second: each second request of a credential waits up to a second.
     with Sandbox(rpm=60) as sb:
@@ -110,6 +111,7 @@ def test_clients_that_honour_retry_after_get_through() -> None:
         assert sb.stats().rate_limited >= 2
 
 
+@pytest.mark.serial  # two requests within the 1 s budget
 async def test_async_gradient_honours_retry_after_too() -> None:
     with Sandbox(rpm=60) as sb:
         async with AsyncGradient(

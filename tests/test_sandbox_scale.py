@@ -112,6 +112,7 @@ def test_a_stream_delivers_one_chunk_per_token_then_the_finish_reason(scale: Sca
     assert all(c.finish_reason is None for c in chunks[:-1])
 
 
+@pytest.mark.serial  # wall-clock time between chunks
 def test_a_stream_delivers_its_first_chunk_before_the_last_is_generated(
     recording_sandbox: Sandbox, scale: Scale
 ) -> None:

@@ -2,7 +2,8 @@
 
 Each release edits the copy's specs/, regenerates once, then runs the copy's spec-driven tests and
 a check of the new thing through the copy's public API (sync and async clients against a local
-server, the CLI, ``wrapper.errors``, mypy, the sandbox) in one subprocess.
+server, the CLI, ``wrapper.errors``, mypy, the sandbox) in one subprocess. The CLI and mypy, which
+cannot depend on the client's mode, run once a release; mypy shares the session's cache.
 """
 
 from __future__ import annotations
@@ -90,10 +91,10 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=COPY, timeout=60)
 
 
-def mypy(source: str, tmp_path: Path) -> str:
+def mypy(source: str, tmp_path: Path) -> str:  # with the cache MYPY_CACHE_DIR names, else the copy's own
     snippet = tmp_path / "snippet.py"
     snippet.write_text(source)
-    cmd = [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "cache"), str(snippet)]
+    cmd = [sys.executable, "-m", "mypy", "--strict", str(snippet)]
     env = {**os.environ, "PYTHONPATH": str(COPY)}
     return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=COPY, timeout=300).stdout
 """
@@ -124,12 +125,12 @@ def apply_release(root: Path, name: str) -> None:
     path.write_text(json.dumps(doc, indent=2) if path.suffix == ".json" else yaml.safe_dump(doc))
 
 
-def release(tmp_path: Path, name: str, relevant: tuple[str, ...], check: str) -> str:
+def release(tmp_path: Path, mypy_cache: Path, name: str, relevant: tuple[str, ...], check: str) -> str:
     """Apply the release ``name`` to a copy's specs/, regenerate, run the ``relevant`` tests and ``check``
-    (its sandbox test last); return regen's report."""
+    (its sandbox test last) with mypy on ``mypy_cache``; return regen's report."""
     copy = project_copy(tmp_path)
     apply_release(copy, name)
-    env = {**os.environ, "PYTHONPATH": str(copy)}
+    env = {**os.environ, "PYTHONPATH": str(copy), "MYPY_CACHE_DIR": str(mypy_cache)}
     regen = subprocess.run(
         [sys.executable, "scripts/regen.py"], cwd=copy, env=env, capture_output=True, text=True, timeout=300
     )
@@ -160,13 +161,14 @@ def bounded_field_and_tightened_bound(doc: dict[str, Any]) -> None:
     request["top_p"].update(minimum=0, maximum=TOP_P_MAX)
 
 
-def test_a_new_bounded_scale_field_and_a_tightened_bound(tmp_path: Path) -> None:
+def test_a_new_bounded_scale_field_and_a_tightened_bound(tmp_path: Path, mypy_cache: Path) -> None:
     report = release(
         tmp_path,
+        mypy_cache,
         "bounded_field_and_tightened_bound",
         (VALIDATION, REQUESTS),
         f'''
-        async def test_new_field_end_to_end(make_client, mode, server: LocalServer, tmp_path) -> None:
+        async def test_new_field_end_to_end(make_client, mode, server: LocalServer) -> None:
             server.script(json_reply(200, scale_body()))
             client = make_client("scale", mode, base_url=server.url, timeout=10)
             await call(client.complete("m", "hi", {NEW}=3, top_p={TOP_P_MAX / 2}))
@@ -176,6 +178,8 @@ def test_a_new_bounded_scale_field_and_a_tightened_bound(tmp_path: Path) -> None
                     await call(client.complete("m", "hi", **bad))
             assert len(server.requests) == 1
 
+        def test_the_cli_and_mypy_take_the_new_field(server: LocalServer, tmp_path) -> None:
+            server.script(json_reply(200, scale_body()))
             done = cli("scale", "m", "hi", "--param", "{NEW}=4", "--base-url", server.url, "--api-key", "k")
             assert done.returncode == 0, done.stderr
             assert server.requests[-1][3]["{NEW}"] == 4
@@ -222,13 +226,14 @@ def gradient_field_and_error_variant(doc: dict[str, Any]) -> None:
     variants.append(variant)
 
 
-def test_a_new_gradient_field_and_error_variant(tmp_path: Path) -> None:
+def test_a_new_gradient_field_and_error_variant(tmp_path: Path, mypy_cache: Path) -> None:
     report = release(
         tmp_path,
+        mypy_cache,
         "gradient_field_and_error_variant",
         (VALIDATION, ERRORS, GENERATED),
         f'''
-        async def test_new_field_and_error(make_client, mode, server: LocalServer, tmp_path) -> None:
+        async def test_new_field_and_error(make_client, mode, server: LocalServer) -> None:
             from wrapper.errors import GradientError, {TAG_CLASS}
 
             server.script(json_reply(200, GRADIENT_BODY))
@@ -244,6 +249,7 @@ def test_a_new_gradient_field_and_error_variant(tmp_path: Path) -> None:
             assert isinstance(caught.value, GradientError)
             assert (caught.value.type, caught.value.raw.message) == ("{TAG}", "over quota")
 
+        def test_the_cli_and_mypy_take_the_new_field_and_error(server: LocalServer, tmp_path) -> None:
             server.script(json_reply(200, GRADIENT_BODY))
             args = ["--base-url", server.url + "/api", "--access-token", "t", "--workspace-id", "w"]
             done = cli("gradient", "m", "hi", "--param", "{NEW}=abc", *args)
@@ -281,9 +287,10 @@ def untagged_variant(doc: dict[str, Any]) -> None:
     )
 
 
-def test_an_untagged_error_variant(tmp_path: Path) -> None:
+def test_an_untagged_error_variant(tmp_path: Path, mypy_cache: Path) -> None:
     release(
         tmp_path,
+        mypy_cache,
         "untagged_variant",
         (ERRORS, GENERATED, NORMALIZE),
         f"""
@@ -315,13 +322,14 @@ def nullable_enum_and_response_object(doc: dict[str, Any]) -> None:
     }
 
 
-def test_a_31_nullable_enum_and_a_nullable_inline_response_object(tmp_path: Path) -> None:
+def test_a_31_nullable_enum_and_a_nullable_inline_response_object(tmp_path: Path, mypy_cache: Path) -> None:
     release(
         tmp_path,
+        mypy_cache,
         "nullable_enum_and_response_object",
         (VALIDATION, REQUESTS, GENERATED),
         f'''
-        async def test_enum_and_response_object(make_client, mode, server: LocalServer, tmp_path) -> None:
+        async def test_enum_and_response_object(make_client, mode, server: LocalServer) -> None:
             from wrapper._generated.scale.models import CompletionResponseUsage
 
             server.script(json_reply(200, scale_body(usage={{"total": 7}})))
@@ -335,6 +343,8 @@ def test_a_31_nullable_enum_and_a_nullable_inline_response_object(tmp_path: Path
             with pytest.raises(ValueError, match="{NEW}"):
                 await call(client.complete("m", "hi", {NEW}="slow"))
 
+        def test_the_cli_and_mypy_take_the_enum(server: LocalServer, tmp_path) -> None:
+            server.script(json_reply(200, scale_body()))
             args = ["--base-url", server.url, "--api-key", "k"]
             done = cli("scale", "m", "hi", "--param", "{NEW}=auto", *args)
             assert done.returncode == 0, done.stderr

@@ -41,11 +41,13 @@ async def main() -> None:
 """
 
 
-def test_mypy_accepts_documented_calls_and_rejects_misspelt_keywords(tmp_path: Path) -> None:
+def test_mypy_accepts_documented_calls_and_rejects_misspelt_keywords(
+    tmp_path: Path, mypy_cache: Path
+) -> None:
     source = tmp_path / "usage.py"
     source.write_text(textwrap.dedent(SNIPPET))
     out, err, status = mypy.run(
-        ["--strict", "--no-error-summary", "--cache-dir", str(tmp_path / "cache"), str(source)]
+        ["--strict", "--no-error-summary", "--cache-dir", str(mypy_cache), str(source)]
     )
     assert status == 1, out + err
     flagged = {int(match) for match in re.findall(rf"{re.escape(str(source))}:(\d+): error", out)}

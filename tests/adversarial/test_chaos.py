@@ -103,6 +103,7 @@ def _check(
     return kinds
 
 
+@pytest.mark.serial  # answers within a 0.25 s timeout; the share of faults
 @pytest.mark.timeout(60)
 def test_sync_scale_batch_survives_chaos(fault_sandbox: Sandbox) -> None:
     """In input order (``ordered=True``), on httpx's own pool."""
@@ -125,6 +126,7 @@ def test_sync_scale_batch_survives_chaos(fault_sandbox: Sandbox) -> None:
     assert kinds["RemoteProtocolError"] > 0, kinds  # the resets
 
 
+@pytest.mark.serial  # answers within a 0.25 s timeout; the share of faults
 @pytest.mark.timeout(60)
 async def test_async_gradient_batch_survives_chaos(fault_sandbox: Sandbox) -> None:
     """As they finish, on the default client (its aiohttp lane, which no tap can see: outcomes only)."""

@@ -14,7 +14,7 @@ together on 429s) instead of each keeping it alone, N times too hard.
 
 How: one coordinator actor keeps the limit and hands it out in leases. A lease is a worker's
 share of the limit (the limit over the workers sending) for a short window, about half a second,
-or one request's time when the share is under two requests a second; the worker spends it
+or as long as one request and its tokens take at that share, when longer; the worker spends it
 evenly with its own in-process pacer and asks for its next lease when the window or its budget
 runs out, reporting what it used, its successes, its token counts and its 429s. What a lease did
 not use goes back to the cluster with that call, and a lease nobody renews ends with its window

@@ -2,11 +2,12 @@
 
 A ``Coordinator`` keeps the limit (requests and tokens per minute, adapting to 429s as ``Pacer``
 does) and grants each worker a lease: a rate of requests and tokens over a short window starting
-now or a little later, about ``LEASE`` seconds long, or as long as one request takes at the worker's
-share. Leases are rectangles on a timeline whose rates never add up to more than the limit at any
-instant, and a worker's fair share is the limit over the workers holding leases, so N workers
-each get 1/N of it (while fewer than the workers expected hold leases, leases are that much
-shorter, so that a worker who comes waits little for the others to make room). A
+now or a little later, about ``LEASE`` seconds long, or as long as one request and its tokens take
+at the worker's share (it says what the request waiting for the lease costs). Leases are rectangles
+on a timeline whose rates never add up to more than the limit at any instant (a lease books no
+more tokens than it pays for), and a worker's fair share is the limit over the workers holding
+leases, so N workers each get 1/N of it (while fewer than the workers expected hold leases, leases
+are that much shorter, so that a worker who comes waits little for the others to make room). A
 ``LeasedLimiter`` (the batch's ``Limiter``) spends its lease evenly with its own in-process
 ``Pacer`` and asks for the next one when the lease runs out, reporting what it used (requests and
 tokens, token corrections, successes, 429s): the unused part of the lease goes back, and its next
@@ -52,6 +53,7 @@ class Report:
     corrections: float = 0.0  # real token counts minus estimates, of requests answered since
     succeeded: int = 0
     throttles: tuple[float | None, ...] = ()  # each 429's Retry-After (None: it gave none)
+    cost: float = 0.0  # tokens of the request waiting for the next lease, which must pay for them
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,15 +140,17 @@ class Coordinator:
         step = self._adapting.opening_step  # with no limit given, the rate doubles each step at first
         if step is not None:
             lease = min(lease, step)
-        # A window long enough for one request at the worker's share: a lease that would need longer
-        # (others hold too much of it) waits for the next of theirs to end instead.
-        window = max(lease, _seconds(1, share))
+        # A window long enough for one request at the worker's share, and for its tokens: a lease that
+        # would need longer (others hold too much of it) waits for the next of theirs to end instead.
+        window = max(lease, _seconds(1, share), _seconds(report.cost, token_share))
         granted = min(share, _free(rate, others, begin, begin + window, tokens=False))
         token_rate = min(token_share, _free(self._token_rate, others, begin, begin + window, tokens=True))
         requests, duration = math.inf, lease
         if 0 < granted < math.inf:
             requests = max(1, math.floor(granted * lease))
             duration = requests / granted
+        # Its tokens paid within the lease: a lease that ended before them would let others book them.
+        duration = max(duration, _seconds(report.cost, token_rate))
         if granted <= 0 or token_rate <= 0 or duration > window * (1 + _ROUNDING):
             ends = [held.end for held in others if held.end > begin]
             granted = token_rate = requests = 0
@@ -208,6 +212,7 @@ class _Lease:
         self.end = self.start + grant.duration
         self.empty = grant.requests == 0
         self.left = grant.requests
+        self.budget = grant.token_rate * grant.duration * (1 + _ROUNDING)  # tokens it may book
         self.sent = 0
         self.tokens = 0.0
         self.pacer = Pacer(
@@ -219,7 +224,7 @@ class _Lease:
 
     def take(self, cost: float, now: float) -> float | None:
         """Book a request of ``cost`` tokens: the seconds to wait for it, or None if the lease cannot."""
-        if self.left < 1 or now >= self.end:
+        if self.left < 1 or now >= self.end or self.tokens + cost > self.budget:
             return None
         wait = self.pacer.reserve(cost)
         if now + wait >= self.end:  # booked on this lease's pacer alone, which goes with it
@@ -264,7 +269,7 @@ class LeasedLimiter:
                     if wait > 0:
                         await self._sleep(wait)
                     return
-            await self._renew(lease)
+            await self._renew(lease, cost)
 
     async def settle(self, estimate: float, actual: float) -> None:
         """``Limiter.settle``: the correction paces this lease and goes with the next call."""
@@ -279,16 +284,17 @@ class LeasedLimiter:
         if self._lease is not None:
             self._lease.pacer.slow_down(retry_after)
         while self._throttles:
-            await self._renew(None)
+            await self._renew(None, 0.0)
 
-    async def _renew(self, seen: _Lease | None) -> None:
-        """Get the next lease, unless another task is getting it or got it since ``seen`` was current."""
+    async def _renew(self, seen: _Lease | None, cost: float) -> None:
+        """Get the next lease, long enough for a request of ``cost`` tokens, unless another task is
+        getting it or got it since ``seen`` was current."""
         if self._asking is None and (self._lease is seen or self._throttles):
-            self._asking = asyncio.ensure_future(self._call())
+            self._asking = asyncio.ensure_future(self._call(cost))
         if self._asking is not None:
             await asyncio.shield(self._asking)
 
-    async def _call(self) -> None:
+    async def _call(self, cost: float) -> None:
         lease, self._lease = self._lease, None  # nothing more is taken from it once it is reported
         report = Report(
             sent=lease.sent if lease else 0,
@@ -296,6 +302,7 @@ class LeasedLimiter:
             corrections=self._corrections,
             succeeded=self._succeeded,
             throttles=tuple(self._throttles),
+            cost=cost,
         )
         self._corrections, self._succeeded, self._throttles = 0.0, 0, []
         try:
