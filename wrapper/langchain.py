@@ -361,7 +361,6 @@ class ScaleLLM(_CompletionsLLM):
     def _llm_type(self) -> str:
         return "scale"
 
-
     @property
     def _model_name(self) -> str:
         return self.model
@@ -416,7 +415,6 @@ class GradientLLM(_CompletionsLLM):
     @property
     def _llm_type(self) -> str:
         return "gradient"
-
 
     @property
     def _model_name(self) -> str:
