@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
 import attrs
 
-from wrapper import _generated
+import wrapper._generated as _generated
 
 from .headers import ResponseHeaders
 

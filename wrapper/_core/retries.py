@@ -20,8 +20,8 @@ from contextlib import AbstractContextManager, ExitStack, nullcontext
 from types import TracebackType
 from typing import TYPE_CHECKING, Self, TypeVar
 
-from wrapper import testing
 from wrapper._generated.exceptions import APIConnectionError, APIError, APIStatusError, APITimeoutError
+from wrapper.testing import is_testing
 
 from .error_mapping import timeout_phase
 from .options import RetryPolicy
@@ -85,7 +85,7 @@ def retry_or_raise(
 
 def waited(seconds: float) -> float:
     """How long a retry's wait of ``seconds`` really lasts: 0 in testing mode (the one place it is read)."""
-    return 0.0 if testing.is_testing() else seconds
+    return 0.0 if is_testing() else seconds
 
 
 def sleep(seconds: float) -> None:
