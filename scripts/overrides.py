@@ -48,12 +48,13 @@ REQUEST_OPTIONS = (
     "extra_body",
     "extra_headers",
     "extra_query",
+    "hooks",
     "max_retries",
     "retry",
     "stream_idle_timeout",
     "timeout",
 )
-"""Keyword arguments every client takes for itself (``wrapper._options.RequestOptions``): a request
+"""Keyword arguments every client takes for itself (``wrapper._core.options.RequestOptions``): a request
 field whose keyword would be one of these fails ``make regen``, naming it."""
 
 

@@ -15,7 +15,7 @@ from helpers import Held, LocalServer, batch_threads, json_reply, scale_body, wa
 from sandbox_fixtures import _no_faults_left, counted_sandbox, recording_sandbox  # noqa: F401
 
 from wrapper import BatchResult
-from wrapper._batch import FORGIVEN_429S
+from wrapper.batch._run import FORGIVEN_429S
 from wrapper.errors import BadRequestError
 from wrapper.gradient import AsyncGradient
 from wrapper.sandbox import Sandbox

@@ -13,9 +13,9 @@ import pytest
 from helpers import LocalServer, json_reply, scale_body
 
 from wrapper import BatchStats
-from wrapper._batch import acomplete_jobs
-from wrapper._opening import DOUBLING
-from wrapper._pacing import BACKOFF, MIN_429S, RECOVERY, SHARE, Pacer
+from wrapper.batch._opening import DOUBLING
+from wrapper.batch._pacing import BACKOFF, MIN_429S, RECOVERY, SHARE, Pacer
+from wrapper.batch._run import acomplete_jobs
 from wrapper.gradient import AsyncGradient, Gradient
 from wrapper.sandbox import Sandbox
 from wrapper.sandbox._limits import RateLimits

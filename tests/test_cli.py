@@ -23,8 +23,8 @@ import pytest
 from helpers import request_id_proxy
 from sandbox_fixtures import _no_faults_left, counted_sandbox, recording_sandbox  # noqa: F401
 
-from wrapper._batch import acomplete_jobs
 from wrapper._cli import _batch_command, main
+from wrapper.batch._run import acomplete_jobs
 from wrapper.sandbox import Sandbox
 
 MODEL = "llama-3-8b-instruct"

@@ -163,8 +163,8 @@ def test_unsafe_default_headers_are_refused(cls: Any, headers: Any, message: str
 @pytest.fixture
 def httpx_send_forbidden(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Fail any request sent through httpx's transports; note each one aiohttp's transport sends."""
-    from wrapper._aiohttp_transport import AiohttpTransport
-    from wrapper._transport import AsyncHttpxTransport
+    from wrapper._core.transports.aiohttp_transport import AiohttpTransport
+    from wrapper._core.transports.httpx_transport import AsyncHttpxTransport
 
     sent: list[str] = []
     send = AiohttpTransport.send

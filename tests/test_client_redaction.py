@@ -9,7 +9,7 @@ import httpx
 import pytest
 from helpers import GRADIENT_BODY, GRADIENT_TOKEN, SCALE_KEY, LocalServer, call, json_reply, scale_body
 
-import wrapper._base
+import wrapper._core.client
 from wrapper.errors import APIError, AuthenticationError, ContentFlaggedError
 
 SECRETS = (SCALE_KEY, GRADIENT_TOKEN)
@@ -96,7 +96,7 @@ async def test_nothing_is_formatted_when_debug_is_off(
     def forbidden(headers: Any) -> Any:
         raise AssertionError("formatted a log line nobody reads")
 
-    monkeypatch.setattr(wrapper._base, "redacted_headers", forbidden)
+    monkeypatch.setattr(wrapper._core.client, "redacted_headers", forbidden)
     with caplog.at_level(logging.INFO, logger="wrapper"):
         result = await call(
             make_client("scale", mode, lambda r: httpx.Response(200, json=scale_body())).complete("m", "p")

@@ -11,7 +11,9 @@ import httpx
 import pytest
 from helpers import LocalServer, call, json_reply, reset_reply, scale_body
 
-from wrapper import _retry, testing
+from wrapper import RetryPolicy, testing
+from wrapper._core import retries as _retry
+from wrapper._generated.exceptions import parse_retry_after
 from wrapper.errors import (
     APIConnectionError,
     APIStatusError,
@@ -54,7 +56,7 @@ def status(code: int, **headers: str) -> httpx.Response:
         ({"retry_after": "0.25"}, 0.25),
         ({"retry_after_ms": "1500"}, 1.5),
         ({"retry_after_ms": "1500", "retry_after": "9"}, 1.5),  # the precise one wins
-        ({"retry_after": "3600"}, _retry.MAX_RETRY_AFTER),  # capped
+        ({"retry_after": "3600"}, RetryPolicy().max_retry_after),  # capped
     ],
 )
 async def test_429_waits_as_the_server_says(
@@ -171,23 +173,24 @@ async def test_429_over_a_socket(
 
 
 def test_policy_functions() -> None:
-    """The pieces the batch helper reuses: ``is_retryable`` and ``retry_delay``."""
+    """The pieces of the decision: ``is_retryable``, the policy's backoff, ``parse_retry_after``."""
     request = httpx.Request("POST", "https://x.test")
     assert _retry.is_retryable(APIConnectionError("x", request=request))
     assert not _retry.is_retryable(ValueError("x"))
     assert not _retry.is_retryable(
         BadRequestError("x", response=httpx.Response(400, request=request), body=None)
     )
-    assert _retry.retry_delay(0, 0.0) == 0.0
-    assert _retry.retry_delay(3, -5.0) == 0.0
-    assert _retry.retry_delay(50, None) <= _retry.MAX_DELAY
-    assert _retry.parse_retry_after(httpx.Headers({"retry-after": "soon"})) is None
-    assert _retry.parse_retry_after(httpx.Headers({"retry-after-ms": "x", "retry-after": "4"})) == 4.0
-    assert _retry.parse_retry_after(httpx.Headers({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"})) == 0.0
+    policy = RetryPolicy()
+    assert policy.backoff(0, 0.0) == 0.0
+    assert policy.backoff(3, -5.0) == 0.0
+    assert policy.backoff(50, None) <= policy.max_backoff
+    assert parse_retry_after(httpx.Headers({"retry-after": "soon"})) is None
+    assert parse_retry_after(httpx.Headers({"retry-after-ms": "x", "retry-after": "4"})) == 4.0
+    assert parse_retry_after(httpx.Headers({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"})) == 0.0
 
 
 def test_retry_or_raise_decides_and_logs(caplog: pytest.LogCaptureFixture) -> None:
-    """The one decision the clients and the batch share: the delay (logged at INFO), or the error raised."""
+    """The one decision every call's attempts take: the delay (logged at INFO), or the error raised."""
     request = httpx.Request("POST", "https://x.test/v4/models/m/completions")
     limited = RateLimitError(
         "HTTP 429", response=httpx.Response(429, headers={"retry-after": "3"}, request=request), body=None

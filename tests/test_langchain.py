@@ -350,3 +350,22 @@ def test_credentials_stay_out_of_repr_and_serialisation() -> None:
         assert secret not in repr(llm)
         assert secret not in str(llm.asdict())
         assert secret not in llm.model_dump_json()
+
+
+def test_the_secret_fields_name_the_environment_variables_the_clients_read(sandbox: Sandbox) -> None:
+    """LangChain's ``lc_secrets`` come from each API's descriptor, not from a second list of names."""
+    from wrapper import gradient, scale
+
+    scale_llm = ScaleLLM(model="m", api_key="k", base_url=sandbox.scale_base_url)
+    gradient_llm = GradientLLM(
+        model_id="m",
+        gradient_access_token="t",
+        gradient_workspace_id="w",
+        gradient_api_url=sandbox.gradient_base_url,
+    )
+    assert scale_llm.lc_secrets == {"api_key": scale.API.credentials[0].env}
+    assert gradient_llm.lc_secrets == {"gradient_access_token": gradient.API.credentials[0].env}
+    assert {scale.API.credentials[0].keyword, gradient.API.credentials[0].keyword} == {
+        "api_key",
+        "access_token",
+    }

@@ -1,4 +1,4 @@
-"""Leases of a shared rate limit (wrapper._leases): workers spending them, on a loop of virtual time."""
+"""Leases of a shared rate limit (wrapper.ray._leases): workers spending them, on a loop of virtual time."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from wrapper._leases import LEASE, Coordinator, Grant, LeasedLimiter, Report
-from wrapper._pacing import BURST
+from wrapper.batch._pacing import BURST
+from wrapper.ray._leases import LEASE, Coordinator, Grant, LeasedLimiter, Report
 
 pytestmark = pytest.mark.filterwarnings("error")  # a coroutine never awaited, say, is a bug here
 

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from helpers import CLASSES, CREDENTIALS, call, collect
 
-from wrapper import ClientClosedError, _attempts
+from wrapper import CallHooks, ClientClosedError, Completion
 from wrapper.errors import APIError, InternalServerError
 from wrapper.sandbox import Sandbox
 
@@ -176,51 +176,55 @@ def test_one_async_client_in_many_loops_and_threads_leaks_nothing(sandbox: Sandb
     assert "ResourceWarning" not in out.stderr, out.stderr
 
 
-class Recording(_attempts.Attempts):
-    """A policy that notes each hook the attempt loop calls (``paced``: the async loop calls them all)."""
+def recorder(log: list[str]) -> type[CallHooks]:
+    """Hooks that note each call the attempt loop makes of them, in ``log``."""
 
-    paced = True
+    class Recording(CallHooks):
+        def before(self) -> None:
+            log.append("before")
 
-    def __init__(self, client: Any) -> None:
-        super().__init__(client.with_options(max_retries=1).options)
-        self.hooks: list[str] = []
+        def succeeded(self, completion: Completion | None) -> None:
+            log.append(f"succeeded {type(completion).__name__}")
 
-    def before(self) -> None:
-        self.hooks.append("before")
+        def failed(self, error: APIError) -> bool:
+            log.append(f"failed {type(error).__name__}")
+            return False
 
-    def succeeded(self, result: object) -> None:
-        self.hooks.append(f"succeeded {result}")
+        def retrying(self, error: APIError, retry: int, delay: float) -> None:
+            log.append(f"retrying {retry}")
 
-    def failed(self, error: APIError) -> float:
-        self.hooks.append(f"failed {type(error).__name__}")
-        return super().failed(error)
+        def finished(self, error: BaseException | None) -> None:
+            log.append(f"finished {type(error).__name__ if error else None}")
 
-    def wait(self, seconds: float) -> None:
-        self.hooks.append("wait")
-
-    async def await_(self, seconds: float) -> None:
-        self.hooks.append("wait")
+    return Recording
 
 
-async def test_the_attempt_loops_call_the_policys_hooks_around_each_attempt(sandbox: Sandbox) -> None:
+async def test_the_attempt_loops_call_the_hooks_around_each_attempt(sandbox: Sandbox) -> None:
     """The hooks a batch paces and counts with: the same order, sync and async, and the budget honoured."""
     sandbox.inject(status=503, count=1, api="scale")
-    scale = CLASSES["scale"][0](**CREDENTIALS["scale"], base_url=sandbox.scale_base_url)
+    synced: list[str] = []
+    scale = CLASSES["scale"][0](**CREDENTIALS["scale"], base_url=sandbox.scale_base_url, max_retries=1)
     with scale:
-        sync = Recording(scale)
-        assert scale._complete(MODELS["scale"], "Alice", {}, sync).text
+        assert scale.complete(MODELS["scale"], "Alice", hooks=[recorder(synced)]).text
     sandbox.inject(status=503, count=2, api="scale")
-    async with CLASSES["scale"][1](**CREDENTIALS["scale"], base_url=sandbox.scale_base_url) as ascale:
-        failing = Recording(ascale)
+    failing: list[str] = []
+    options = {"base_url": sandbox.scale_base_url, "max_retries": 1, "hooks": [recorder(failing)]}
+    async with CLASSES["scale"][1](**CREDENTIALS["scale"], **options) as ascale:
         with pytest.raises(InternalServerError):
-            await ascale._complete(MODELS["scale"], "Alice", {}, failing)
-    assert sync.hooks[:3] == ["before", "failed InternalServerError", "wait"]
-    assert sync.hooks[3] == "before"
-    assert sync.hooks[4].startswith("succeeded Completion(")
-    assert failing.hooks == [
+            await ascale.complete(MODELS["scale"], "Alice")
+    assert synced == [
         "before",
         "failed InternalServerError",
-        "wait",
+        "retrying 1",
+        "before",
+        "succeeded Completion",
+        "finished None",
+    ]
+    assert failing == [
         "before",
         "failed InternalServerError",
+        "retrying 1",
+        "before",
+        "failed InternalServerError",
+        "finished InternalServerError",
     ]

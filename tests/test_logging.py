@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from wrapper import _logging
+from wrapper._core import logs as _logging
 from wrapper.gradient import API as GRADIENT_API
 from wrapper.gradient import Gradient
 from wrapper.sandbox import Sandbox
@@ -91,7 +91,7 @@ def test_debug_prints_each_response_and_retry_with_credentials_redacted(
     assert "'<redacted>'" in responses[0]
     assert all(SECRET not in line and SECRET[-10:] not in line for line in lines)
     assert lines[0].startswith("[20")  # openai-python's format: [time - where - level] message
-    assert " - wrapper._" in lines[0]
+    assert " - wrapper." in lines[0]  # the package's logger, then the module
 
 
 @pytest.mark.parametrize(("api", "mode"), [("scale", "async"), ("gradient", "sync")])

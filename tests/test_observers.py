@@ -1,7 +1,7 @@
 """What users watch httpx with sees every request of every client, on ``complete`` and ``stream``, once each.
 
 The clients are built as in production: the async ones notice the watcher and send through httpx
-(``wrapper._transport.AsyncTransports.pick``). respx's two mockers, OpenTelemetry's httpx
+(``wrapper._core.transports.choice.AsyncTransports.pick``). respx's two mockers, OpenTelemetry's httpx
 instrumentation and Sentry's httpx integration are the real packages. pytest-httpx, proxies and CA
 bundles are in tests/test_mocking.py and tests/test_network.py.
 """

@@ -158,7 +158,7 @@ def test_a_request_field_named_like_a_request_option_fails_naming_it(tmp_path: P
 def test_the_option_names_regen_guards_are_the_clients() -> None:
     from overrides import REQUEST_OPTIONS
 
-    from wrapper._options import NAMES
+    from wrapper._core.options import NAMES
 
     assert set(REQUEST_OPTIONS) == NAMES
 

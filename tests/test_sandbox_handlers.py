@@ -20,7 +20,7 @@ import pytest
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from wrapper import _api
+from wrapper import apis as _api
 from wrapper.sandbox import Sandbox, _validate
 from wrapper.sandbox._catalog import Model
 from wrapper.sandbox._handler import Call, Handler, registry

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from normalize import normalize
 
-from wrapper import _api
+from wrapper import apis as _api
 from wrapper._cli import main
 from wrapper.errors import APIStatusError
 from wrapper.sandbox import Sandbox, _validate

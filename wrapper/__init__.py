@@ -1,6 +1,8 @@
 """Typed clients for Gradient's and Scale GP's completion APIs: ``wrapper.gradient``, ``wrapper.scale``.
 
-The result classes and the default HTTP clients (``DefaultHttpxClient``, ``DefaultAsyncHttpxClient``)
+The result classes, the request options, the hooks (``CallHooks``: what extras and your own code add
+to each call), the clients' base classes (``SyncClient``, ``AsyncClient``: to annotate code that takes
+either API's client) and the default HTTP clients (``DefaultHttpxClient``, ``DefaultAsyncHttpxClient``)
 are importable from here; they load on first use, so that importing a client module stays as cheap
 as importing httpx.
 """
@@ -11,10 +13,10 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._batch import AsyncBatchIterator, BatchIterator, BatchResult, BatchStats
-    from ._http_clients import DefaultAsyncHttpxClient, DefaultHttpxClient
-    from ._options import RequestOptions
-    from ._raw import (
+    from wrapper._core.async_client import AsyncClient
+    from wrapper._core.hooks import CallHooks, CallInfo, HookFactory
+    from wrapper._core.options import RequestOptions, RetryPolicy
+    from wrapper._core.raw import (
         AsyncWithRawResponse,
         AsyncWithStreamingResponse,
         RawResponse,
@@ -22,29 +24,36 @@ if TYPE_CHECKING:
         WithRawResponse,
         WithStreamingResponse,
     )
-    from ._results import Completion, CompletionChunk, TokenLogprob
-    from ._retry_policy import RetryPolicy
-    from ._streams import AsyncCompletionStream, CompletionStream
-    from ._transport import ClientClosedError
+    from wrapper._core.results import Completion, CompletionChunk, TokenLogprob
+    from wrapper._core.streams import AsyncCompletionStream, CompletionStream
+    from wrapper._core.sync_client import SyncClient
+    from wrapper._core.transports.base import ClientClosedError
+    from wrapper._core.transports.default_clients import DefaultAsyncHttpxClient, DefaultHttpxClient
+    from wrapper.batch._run import AsyncBatchIterator, BatchIterator, BatchResult, BatchStats
 
 __all__ = [
     "AsyncBatchIterator",
+    "AsyncClient",
     "AsyncCompletionStream",
     "AsyncWithRawResponse",
     "AsyncWithStreamingResponse",
     "BatchIterator",
     "BatchResult",
     "BatchStats",
+    "CallHooks",
+    "CallInfo",
     "ClientClosedError",
     "Completion",
     "CompletionChunk",
     "CompletionStream",
     "DefaultAsyncHttpxClient",
     "DefaultHttpxClient",
+    "HookFactory",
     "RawResponse",
     "RequestOptions",
     "RetryPolicy",
     "StreamingResponse",
+    "SyncClient",
     "TokenLogprob",
     "WithRawResponse",
     "WithStreamingResponse",
@@ -52,26 +61,31 @@ __all__ = [
 
 # Public name -> the private module that defines it, imported on first access.
 _LAZY = {
-    "AsyncBatchIterator": "._batch",
-    "BatchIterator": "._batch",
-    "BatchResult": "._batch",
-    "BatchStats": "._batch_stats",
-    "Completion": "._results",
-    "CompletionChunk": "._results",
-    "DefaultAsyncHttpxClient": "._http_clients",
-    "DefaultHttpxClient": "._http_clients",
-    "TokenLogprob": "._results",
-    "AsyncCompletionStream": "._streams",
-    "ClientClosedError": "._transport",
-    "CompletionStream": "._streams",
-    "RawResponse": "._raw",
-    "RequestOptions": "._options",
-    "RetryPolicy": "._retry_policy",
-    "StreamingResponse": "._raw",
-    "WithRawResponse": "._raw",
-    "AsyncWithRawResponse": "._raw",
-    "WithStreamingResponse": "._raw",
-    "AsyncWithStreamingResponse": "._raw",
+    "AsyncBatchIterator": "wrapper.batch._run",
+    "AsyncClient": "wrapper._core.async_client",
+    "CallHooks": "wrapper._core.hooks",
+    "CallInfo": "wrapper._core.hooks",
+    "HookFactory": "wrapper._core.hooks",
+    "SyncClient": "wrapper._core.sync_client",
+    "BatchIterator": "wrapper.batch._run",
+    "BatchResult": "wrapper.batch._run",
+    "BatchStats": "wrapper.batch._stats",
+    "Completion": "wrapper._core.results",
+    "CompletionChunk": "wrapper._core.results",
+    "DefaultAsyncHttpxClient": "wrapper._core.transports.default_clients",
+    "DefaultHttpxClient": "wrapper._core.transports.default_clients",
+    "TokenLogprob": "wrapper._core.results",
+    "AsyncCompletionStream": "wrapper._core.streams",
+    "ClientClosedError": "wrapper._core.transports.base",
+    "CompletionStream": "wrapper._core.streams",
+    "RawResponse": "wrapper._core.raw",
+    "RequestOptions": "wrapper._core.options",
+    "RetryPolicy": "wrapper._core.options",
+    "StreamingResponse": "wrapper._core.raw",
+    "WithRawResponse": "wrapper._core.raw",
+    "AsyncWithRawResponse": "wrapper._core.raw",
+    "WithStreamingResponse": "wrapper._core.raw",
+    "AsyncWithStreamingResponse": "wrapper._core.raw",
 }
 
 
@@ -79,6 +93,6 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
+    value = getattr(import_module(module), name)
     globals()[name] = value
     return value

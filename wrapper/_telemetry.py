@@ -1,11 +1,10 @@
 """OpenTelemetry GenAI telemetry: one CLIENT span and the GenAI client metrics per logical completion call.
 
-Free when it is off: opentelemetry is never imported from here, and a call records something only
-when the application has imported opentelemetry and set a tracer or meter provider (a check of a
-few dictionary lookups per call). A hook in the client code is one ``with call(...) as span:``,
-with ``span.done(completion)`` (or ``span.chunk(chunk)`` per streamed chunk) and ``retry(...)``
-from the retry loop. Prompts and completions are recorded only when
-``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``.
+An extra on the clients' hooks (``wrapper.CallHooks``): each API's module gives its clients the
+factory ``traced``, which returns a call's hooks when the application has set a tracer or meter
+provider, and None otherwise. Free when it is off: opentelemetry is never imported from here, and
+a call looks up the providers in a few dictionary lookups. Prompts and completions are recorded
+only when ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``.
 """
 
 from __future__ import annotations
@@ -17,11 +16,12 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, NamedTuple, Self
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
+
+from wrapper import CallHooks, CallInfo
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -29,9 +29,10 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
     from opentelemetry.util.types import AttributeValue
 
-    from ._results import Completion, CompletionChunk
+    from wrapper import Completion, CompletionChunk
+    from wrapper.errors import APIError
 
-__all__ = ["CAPTURE_CONTENT", "Call", "call", "retry"]
+__all__ = ["CAPTURE_CONTENT", "traced"]
 
 CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 """The environment variable that, set to ``true``, records prompts and completions."""
@@ -44,59 +45,20 @@ RETRY_DELAY = "retry.delay"  # seconds; the GenAI conventions define no retry ev
 DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
 TOKEN_BUCKETS = tuple(4.0**power for power in range(14))  # 1, 4, 16, ... 67108864
 
-
-class Call:
-    """One logical call as telemetry sees it; this base records nothing (telemetry off, or nested)."""
-
-    __slots__ = ()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        return None
-
-    def done(self, completion: Completion) -> Completion:
-        """Record a finished call's result (finish reason, token counts, text); returns it."""
-        return completion
-
-    def chunk(self, chunk: CompletionChunk) -> CompletionChunk:
-        """Record a streamed chunk (the last one carries finish reason and counts); returns it."""
-        return chunk
-
-    def active(self) -> AbstractContextManager[object]:
-        """Make the call current for a while (a stream's request, not across its ``yield``s)."""
-        return self
-
-
-_OFF = Call()
 _current: contextvars.ContextVar[_Traced | None] = contextvars.ContextVar("wrapper_telemetry", default=None)
 
 
-def call(client: Any, model: str, prompt: str, params: Mapping[str, Any], *, stream: bool = False) -> Call:
-    """The telemetry of one call of ``client`` (a client, or one of its bound methods), as a context manager.
+def traced(call: CallInfo) -> CallHooks | None:
+    """The telemetry of one call: its hooks while a tracer or meter provider is set, else None.
 
-    The span is current inside the block (so retries inside it become its events, and HTTP spans its
-    children), except for ``stream=True``: a generator must not leave its context set while it yields,
-    so a stream makes the span current with ``active()`` around its request only. Inside a call
-    already traced (the batch's per-prompt span around ``complete``) this records nothing.
+    The span is current while the call runs (so HTTP spans are its children), for a stream while
+    its request is made (a generator must not leave its context set while it yields). Inside a call
+    already traced this records nothing.
     """
     otel = _otel()
     if otel is None or _current.get() is not None:
-        return _OFF
-    owner = getattr(client, "__self__", client)
-    if not hasattr(owner, "API"):  # not one of this package's clients (a batch over a test double)
-        return _OFF
-    return _Traced(otel, owner, model, prompt, params, stream)
-
-
-def retry(error: BaseException, attempt: int, delay: float) -> None:
-    """Record on the current call that ``error`` will be retried (retry number ``attempt``) in ``delay`` s."""
-    current = _current.get()
-    if current is not None:
-        current.retried(error, attempt, delay)
+        return None
+    return _Traced(otel, call)
 
 
 class _Otel(NamedTuple):
@@ -151,7 +113,7 @@ def _instruments(tracer_provider: Any, meter_provider: Any) -> _Otel | None:
         from opentelemetry.semconv._incubating.metrics import gen_ai_metrics
         from opentelemetry.semconv.schemas import Schemas
     except ImportError:
-        from ._extras import install_hint
+        from wrapper.extras import install_hint
 
         logging.getLogger("wrapper").warning(
             "OpenTelemetry providers are set but opentelemetry-semantic-conventions is not installed: "
@@ -227,7 +189,7 @@ def _attribute(value: Any) -> AttributeValue | None:
     return None  # not a valid parameter: the client rejects it, telemetry must not fail first
 
 
-class _Traced(Call):
+class _Traced(CallHooks):
     """A call being recorded: its span (if a tracer provider is set) and metrics (if a meter provider is)."""
 
     __slots__ = (
@@ -237,22 +199,20 @@ class _Traced(Call):
         "_finish_reason",
         "_input_tokens",
         "_metric_attributes",
-        "_name",
         "_otel",
         "_output_tokens",
         "_span",
-        "_span_attributes",
         "_started",
-        "_stream",
         "_texts",
     )
 
-    def __init__(
-        self, otel: _Otel, client: Any, model: str, prompt: str, params: Mapping[str, Any], stream: bool
-    ) -> None:
+    def __init__(self, otel: _Otel, call: CallInfo) -> None:
         from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
         from opentelemetry.semconv.attributes import server_attributes as server
+        from opentelemetry.trace import SpanKind
 
+        super().__init__(call)
+        client, model = call.client, call.model
         self._otel = otel
         address, port = _server(client.base_url)
         common: dict[str, AttributeValue] = {
@@ -272,33 +232,20 @@ class _Traced(Call):
         self._current_token: contextvars.Token[_Traced | None] | None = None
         self._context_token: contextvars.Token[Context] | None = None
         self._span: Span | None = None
-        self._stream = stream
-        self._name = f"{gen_ai.GenAiOperationNameValues.TEXT_COMPLETION.value} {model}"
-        self._span_attributes: dict[str, AttributeValue] = {}
         if otel.tracer is not None:
-            attributes = self._span_attributes = dict(common)
+            attributes = dict(common)
             keys = _request_keys(client.API.max_tokens)
-            for name, value in params.items():
+            for name, value in call.params.items():
                 if name in keys and (attribute := _attribute(value)) is not None:
                     attributes[keys[name]] = attribute
-            if stream:
+            if call.stream:
                 attributes[gen_ai.GEN_AI_REQUEST_STREAM] = True
             if self._capture:
-                attributes[gen_ai.GEN_AI_INPUT_MESSAGES] = json.dumps(
-                    [{"role": "user", "parts": [{"type": "text", "content": prompt}]}], ensure_ascii=False
-                )
-
-    def __enter__(self) -> Self:
-        if self._otel.tracer is not None:
-            from opentelemetry.trace import SpanKind
-
-            self._span = self._otel.tracer.start_span(
-                self._name, kind=SpanKind.CLIENT, attributes=self._span_attributes
-            )
+                content = [{"role": "user", "parts": [{"type": "text", "content": call.prompt}]}]
+                attributes[gen_ai.GEN_AI_INPUT_MESSAGES] = json.dumps(content, ensure_ascii=False)
+            name = f"{gen_ai.GenAiOperationNameValues.TEXT_COMPLETION.value} {model}"
+            self._span = otel.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes)
         self._started = time.perf_counter()
-        if not self._stream:
-            self._activate()
-        return self
 
     def _activate(self) -> None:
         self._current_token = _current.set(self)
@@ -328,13 +275,12 @@ class _Traced(Call):
     def active(self) -> AbstractContextManager[object]:
         return self._active()
 
-    def done(self, completion: Completion) -> Completion:
-        self._record(completion)
-        return completion
+    def succeeded(self, completion: Completion | None) -> None:
+        if completion is not None:
+            self._record(completion)
 
-    def chunk(self, chunk: CompletionChunk) -> CompletionChunk:
+    def chunk(self, chunk: CompletionChunk) -> None:
         self._record(chunk)
-        return chunk
 
     def _record(self, result: Completion | CompletionChunk) -> None:
         if self._capture and result.text:
@@ -346,13 +292,13 @@ class _Traced(Call):
         if result.response_tokens is not None:
             self._output_tokens = result.response_tokens
 
-    def retried(self, error: BaseException, attempt: int, delay: float) -> None:
+    def retrying(self, error: APIError, retry: int, delay: float) -> None:
         if self._span is None:
             return
         from opentelemetry.semconv.attributes import error_attributes, http_attributes
 
         attributes: dict[str, AttributeValue] = {
-            http_attributes.HTTP_REQUEST_RESEND_COUNT: attempt,
+            http_attributes.HTTP_REQUEST_RESEND_COUNT: retry,
             RETRY_DELAY: delay,
             error_attributes.ERROR_TYPE: type(error).__name__,
         }
@@ -361,13 +307,10 @@ class _Traced(Call):
             attributes[http_attributes.HTTP_RESPONSE_STATUS_CODE] = status
         self._span.add_event(RETRY_EVENT, attributes)
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def finished(self, exc: BaseException | None) -> None:
         from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
         from opentelemetry.semconv.attributes import error_attributes
 
-        self._deactivate()
         elapsed = time.perf_counter() - self._started
         # As OpenTelemetry's own spans do, only an Exception is a failure: a stream closed early
         # (GeneratorExit) or a cancelled task is not.

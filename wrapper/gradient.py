@@ -7,47 +7,49 @@
         print(answer.text)
 
 ``complete`` and ``stream`` at module level use a client built from the environment on first use.
-``API`` is what the rest of the package knows of Gradient (``wrapper._api.Api``).
+``API`` is what the rest of the package knows of Gradient (``wrapper.apis.Api``).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Iterable, Mapping
+from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Unpack
 
 import httpx
 
-from ._api import Api, Credential
-from ._base import (
+from wrapper import _telemetry
+from wrapper._core.async_client import AsyncClient
+from wrapper._core.settings import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
-    AsyncClient,
     DefaultClient,
     Settings,
-    SyncClient,
     Timeout,
     client_options,
     from_env,
     required,
 )
+from wrapper._core.sync_client import SyncClient
+from wrapper.apis import Api, Credential
 
 if TYPE_CHECKING:
+    from wrapper._core.hooks import HookFactory
+    from wrapper._core.options import RequestOptions, RetryPolicy
+    from wrapper._core.streams import AsyncCompletionStream, CompletionStream
     from wrapper._generated.gradient.params import GradientParams
-
-    from ._batch import AsyncBatchIterator, BatchIterator
-    from ._options import RequestOptions
-    from ._retry_policy import RetryPolicy
-    from ._streams import AsyncCompletionStream, CompletionStream
+    from wrapper.batch import AsyncBatchIterator, BatchIterator
 
     class GradientCall(GradientParams, RequestOptions, total=False):
         """A call's keyword arguments: the request's fields (``GradientParams``) and the request options."""
 
-    from ._gradient_wire import GradientWire
-    from ._results import Completion
+    from wrapper._core.results import Completion
+    from wrapper._core.wires.gradient import GradientWire
 
 __all__ = ["API", "DEFAULT_BASE_URL", "AsyncGradient", "Gradient", "GradientParams", "complete", "stream"]
 
 DEFAULT_BASE_URL = "https://api.gradient.ai/api"
+HOOKS = (_telemetry.traced,)
+"""What every call of this API's clients gets: its telemetry (``wrapper._telemetry``)."""
 API = Api(
     name="gradient",
     credentials=(
@@ -69,7 +71,9 @@ API = Api(
 def _config(
     access_token: str | None, workspace_id: str | None, base_url: str | None
 ) -> tuple[GradientWire, Settings]:
-    from ._gradient_wire import GradientWire  # imported with the first client: the import stays light
+    from wrapper._core.wires.gradient import (
+        GradientWire,  # imported with the first client: the import stays light
+    )
 
     token = required(access_token, env="GRADIENT_ACCESS_TOKEN", argument="access_token", client="Gradient")
     workspace = required(
@@ -91,6 +95,7 @@ class Gradient(SyncClient):
     """
 
     API = API
+    HOOKS = HOOKS
     _wire: GradientWire
 
     def __init__(
@@ -104,6 +109,7 @@ class Gradient(SyncClient):
         retry: RetryPolicy | None = None,
         deadline: float | None = None,
         stream_idle_timeout: float | None = None,
+        hooks: Sequence[HookFactory] = (),
         http_client: httpx.Client | None = None,
         limits: httpx.Limits | None = None,
         default_headers: Mapping[str, str] | None = None,
@@ -113,7 +119,7 @@ class Gradient(SyncClient):
             http_client,
             limits,
             default_headers,
-            client_options(timeout, max_retries, retry, deadline, stream_idle_timeout),
+            client_options(timeout, max_retries, retry, deadline, stream_idle_timeout, hooks),
         )
 
     def complete(self, model: str, prompt: str, **params: Unpack[GradientCall]) -> Completion:
@@ -149,11 +155,19 @@ class Gradient(SyncClient):
         As ``Scale.complete_many``: results as they finish (``ordered=True``: in input order),
         ``.stats``, ``return_exceptions``, ``requests_per_minute``/``tokens_per_minute``.
         """
-        limits = (requests_per_minute, tokens_per_minute)
-        from ._batch import complete_many
+        from wrapper.batch import complete_many
 
-        client, each = self._batched(params)
-        return complete_many(client, model, prompts, each, concurrency, ordered, return_exceptions, limits)
+        return complete_many(
+            self,
+            model,
+            prompts,
+            concurrency=concurrency,
+            ordered=ordered,
+            return_exceptions=return_exceptions,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
+            **params,
+        )
 
 
 class AsyncGradient(AsyncClient):
@@ -165,6 +179,7 @@ class AsyncGradient(AsyncClient):
     """
 
     API = API
+    HOOKS = HOOKS
     _wire: GradientWire
 
     def __init__(
@@ -178,6 +193,7 @@ class AsyncGradient(AsyncClient):
         retry: RetryPolicy | None = None,
         deadline: float | None = None,
         stream_idle_timeout: float | None = None,
+        hooks: Sequence[HookFactory] = (),
         http_client: httpx.AsyncClient | None = None,
         limits: httpx.Limits | None = None,
         default_headers: Mapping[str, str] | None = None,
@@ -187,7 +203,7 @@ class AsyncGradient(AsyncClient):
             http_client,
             limits,
             default_headers,
-            client_options(timeout, max_retries, retry, deadline, stream_idle_timeout),
+            client_options(timeout, max_retries, retry, deadline, stream_idle_timeout, hooks),
         )
 
     async def complete(self, model: str, prompt: str, **params: Unpack[GradientCall]) -> Completion:
@@ -216,11 +232,19 @@ class AsyncGradient(AsyncClient):
         **params: Unpack[GradientCall],
     ) -> AsyncBatchIterator:
         """The async ``Gradient.complete_many``; closing the iterator cancels the requests in flight."""
-        limits = (requests_per_minute, tokens_per_minute)
-        from ._batch import acomplete_many
+        from wrapper.batch import acomplete_many
 
-        client, each = self._batched(params)
-        return acomplete_many(client, model, prompts, each, concurrency, ordered, return_exceptions, limits)
+        return acomplete_many(
+            self,
+            model,
+            prompts,
+            concurrency=concurrency,
+            ordered=ordered,
+            return_exceptions=return_exceptions,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
+            **params,
+        )
 
 
 CLIENTS = (Gradient, AsyncGradient)

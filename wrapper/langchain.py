@@ -29,19 +29,18 @@ try:
     from langchain_core.runnables.config import get_config_list
     from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, model_validator
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without the extra
-    from ._extras import install_hint
+    from wrapper.extras import install_hint
 
     raise ImportError(
         f"wrapper.langchain needs LangChain ({exc.name} is missing): {install_hint('langchain')}"
     ) from exc
 
-from . import _adapter
+from . import _frameworks
 from .gradient import AsyncGradient, Gradient
 from .scale import AsyncScale, Scale
 
 if TYPE_CHECKING:
-    from ._batch import BatchResult
-    from ._results import Completion, CompletionChunk
+    from wrapper import BatchResult, Completion, CompletionChunk
 
 __all__ = ["GradientLLM", "ScaleLLM"]
 
@@ -71,7 +70,7 @@ class _CompletionsLLM(BaseLLM):
     model_config = ConfigDict(populate_by_name=True, arbitrary_types_allowed=True, extra="forbid")
 
     _api_name: ClassVar[str]
-    _clients: _adapter.Clients = PrivateAttr(default_factory=_adapter.Clients)
+    _clients: _frameworks.Clients = PrivateAttr(default_factory=_frameworks.Clients)
 
     @model_validator(mode="before")
     @classmethod
@@ -80,16 +79,25 @@ class _CompletionsLLM(BaseLLM):
         ``model_kwargs``; anything else unknown is refused by the model."""
         if not isinstance(values, dict):
             return values
-        keywords = _adapter.api(cls._api_name).rules().keys()
+        keywords = _frameworks.api(cls._api_name).rules().keys()
         given = {k: values[k] for k in values if k in keywords and k not in cls.model_fields}
         if not given:
             return values
         rest = {k: v for k, v in values.items() if k not in given}
         return {**rest, "model_kwargs": {**given, **rest.get("model_kwargs", {})}}
 
+    _secrets: ClassVar[dict[str, str]]
+    """The secret fields, each with the client's credential keyword it is given as."""
+
     @property
-    def _api(self) -> _adapter.Api:
-        return _adapter.api(self._api_name)
+    def _api(self) -> _frameworks.Api:
+        return _frameworks.api(self._api_name)
+
+    @property
+    def lc_secrets(self) -> dict[str, str]:
+        """Each secret field with the environment variable the API's client reads it from."""
+        envs = {credential.keyword: credential.env for credential in self._api.credentials}
+        return {field: envs[keyword] for field, keyword in self._secrets.items()}
 
     @property
     def _model_name(self) -> str:
@@ -101,7 +109,7 @@ class _CompletionsLLM(BaseLLM):
         raise NotImplementedError
 
     def _options(self) -> dict[str, Any]:
-        return _adapter.client_options(self.timeout, self.max_retries)
+        return _frameworks.client_options(self.timeout, self.max_retries)
 
     @property
     def _client(self) -> Scale | Gradient:
@@ -187,7 +195,7 @@ class _CompletionsLLM(BaseLLM):
             for name in type(self).model_fields
             if name in keywords and (value := getattr(self, name)) is not None
         }  # keywords of ``complete`` the model declares as its own fields (``max_tokens``)
-        return _adapter.call_params(self._api, {**fields, **self.model_kwargs}, stop, kwargs)
+        return _frameworks.call_params(self._api, {**fields, **self.model_kwargs}, stop, kwargs)
 
     # the four BaseLLM hooks
 
@@ -286,7 +294,7 @@ class _CompletionsLLM(BaseLLM):
                 yield chunk
 
     def _result(self, generations: list[Generation]) -> LLMResult:
-        usage = _adapter.token_usage(g.generation_info for g in generations)
+        usage = _frameworks.token_usage(g.generation_info for g in generations)
         output: dict[str, Any] = {"model_name": self._model_name}
         if usage:
             output["token_usage"] = usage
@@ -300,14 +308,16 @@ def _completed(result: BatchResult) -> Completion:
 
 
 def _generation(completion: Completion) -> Generation:
-    return Generation(text=completion.text, generation_info=_adapter.generation_info(completion))
+    return Generation(text=completion.text, generation_info=_frameworks.generation_info(completion))
 
 
 def _chunk(piece: CompletionChunk) -> GenerationChunk:
     """A LangChain chunk; only the last (with the finish reason) has ``generation_info``, since adding
     chunks joins the values of their infos (a request id on each would be repeated)."""
     last = piece.finish_reason is not None
-    return GenerationChunk(text=piece.text, generation_info=_adapter.generation_info(piece) if last else None)
+    return GenerationChunk(
+        text=piece.text, generation_info=_frameworks.generation_info(piece) if last else None
+    )
 
 
 def _joined(chunks: Iterator[GenerationChunk]) -> Generation:
@@ -333,6 +343,7 @@ class ScaleLLM(_CompletionsLLM):
     """
 
     _api_name: ClassVar[str] = "scale"
+    _secrets: ClassVar[dict[str, str]] = {"api_key": "api_key"}
 
     model: str = Field(min_length=1)
     """The model deployment id."""
@@ -349,10 +360,6 @@ class ScaleLLM(_CompletionsLLM):
     @property
     def _llm_type(self) -> str:
         return "scale"
-
-    @property
-    def lc_secrets(self) -> dict[str, str]:
-        return {"api_key": "SGP_API_KEY"}
 
     @property
     def _model_name(self) -> str:
@@ -382,6 +389,7 @@ class GradientLLM(_CompletionsLLM):
     """
 
     _api_name: ClassVar[str] = "gradient"
+    _secrets: ClassVar[dict[str, str]] = {"gradient_access_token": "access_token"}
 
     model_id: str = Field(alias="model", min_length=1)
     """The base model or model adapter id."""
@@ -407,10 +415,6 @@ class GradientLLM(_CompletionsLLM):
     @property
     def _llm_type(self) -> str:
         return "gradient"
-
-    @property
-    def lc_secrets(self) -> dict[str, str]:
-        return {"gradient_access_token": "GRADIENT_ACCESS_TOKEN"}
 
     @property
     def _model_name(self) -> str:

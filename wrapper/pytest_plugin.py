@@ -25,7 +25,7 @@ except ImportError:  # pragma: no cover - it is part of the dev extra
     pytest_asyncio = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
-    from wrapper._api import Api
+    from wrapper.apis import Api
     from wrapper.gradient import AsyncGradient, Gradient
     from wrapper.sandbox import Sandbox
     from wrapper.scale import AsyncScale, Scale
@@ -49,7 +49,7 @@ def _sandbox_class() -> type[Sandbox]:
     try:
         from wrapper.sandbox import Sandbox
     except ImportError as exc:
-        from wrapper._extras import install_hint
+        from wrapper.extras import install_hint
 
         pytest.fail(
             f"the sandbox fixtures need the sandbox extra ({exc.name or exc} is missing): "

@@ -8,48 +8,50 @@
             print(chunk.text, end="", flush=True)
 
 ``complete`` and ``stream`` at module level use a client built from the environment on first use.
-``API`` is what the rest of the package knows of Scale GP (``wrapper._api.Api``).
+``API`` is what the rest of the package knows of Scale GP (``wrapper.apis.Api``).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Iterable, Mapping
+from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Unpack
 
 import httpx
 
-from ._api import Api, Credential
-from ._base import (
+from wrapper import _telemetry
+from wrapper._core.async_client import AsyncClient
+from wrapper._core.settings import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
-    AsyncClient,
     DefaultClient,
     Settings,
-    SyncClient,
     Timeout,
     client_options,
     from_env,
     required,
 )
-from ._network import header_value
+from wrapper._core.sync_client import SyncClient
+from wrapper._core.transports.network import header_value
+from wrapper.apis import Api, Credential
 
 if TYPE_CHECKING:
+    from wrapper._core.hooks import HookFactory
+    from wrapper._core.options import RequestOptions, RetryPolicy
+    from wrapper._core.streams import AsyncCompletionStream, CompletionStream
     from wrapper._generated.scale.params import ScaleParams
-
-    from ._batch import AsyncBatchIterator, BatchIterator
-    from ._options import RequestOptions
-    from ._retry_policy import RetryPolicy
-    from ._streams import AsyncCompletionStream, CompletionStream
+    from wrapper.batch import AsyncBatchIterator, BatchIterator
 
     class ScaleCall(ScaleParams, RequestOptions, total=False):
         """A call's keyword arguments: the request's fields (``ScaleParams``) and the request options."""
 
-    from ._results import Completion
-    from ._scale_wire import ScaleWire
+    from wrapper._core.results import Completion
+    from wrapper._core.wires.scale import ScaleWire
 
 __all__ = ["API", "DEFAULT_BASE_URL", "AsyncScale", "Scale", "ScaleParams", "complete", "stream"]
 
 DEFAULT_BASE_URL = "https://api.egp.scale.com"
+HOOKS = (_telemetry.traced,)
+"""What every call of this API's clients gets: its telemetry (``wrapper._telemetry``)."""
 API = Api(
     name="scale",
     credentials=(
@@ -79,7 +81,9 @@ def _settings(api_key: str | None, account_id: str | None, base_url: str | None)
 
 
 def _wire() -> ScaleWire:
-    from ._scale_wire import ScaleWire  # imported with the first client: `import wrapper.scale` stays light
+    from wrapper._core.wires.scale import (
+        ScaleWire,  # imported with the first client: `import wrapper.scale` stays light
+    )
 
     return ScaleWire()
 
@@ -96,6 +100,7 @@ class Scale(SyncClient):
     """
 
     API = API
+    HOOKS = HOOKS
     _wire: ScaleWire
 
     def __init__(
@@ -109,6 +114,7 @@ class Scale(SyncClient):
         retry: RetryPolicy | None = None,
         deadline: float | None = None,
         stream_idle_timeout: float | None = None,
+        hooks: Sequence[HookFactory] = (),
         http_client: httpx.Client | None = None,
         limits: httpx.Limits | None = None,
         default_headers: Mapping[str, str] | None = None,
@@ -119,7 +125,7 @@ class Scale(SyncClient):
             http_client,
             limits,
             default_headers,
-            client_options(timeout, max_retries, retry, deadline, stream_idle_timeout),
+            client_options(timeout, max_retries, retry, deadline, stream_idle_timeout, hooks),
         )
 
     def complete(self, model: str, prompt: str, **params: Unpack[ScaleCall]) -> Completion:
@@ -160,11 +166,19 @@ class Scale(SyncClient):
         raises its error unless ``return_exceptions=True``; ``requests_per_minute`` and
         ``tokens_per_minute`` pace the batch evenly, and 429s slow it down.
         """
-        limits = (requests_per_minute, tokens_per_minute)
-        from ._batch import complete_many
+        from wrapper.batch import complete_many
 
-        client, each = self._batched(params)
-        return complete_many(client, model, prompts, each, concurrency, ordered, return_exceptions, limits)
+        return complete_many(
+            self,
+            model,
+            prompts,
+            concurrency=concurrency,
+            ordered=ordered,
+            return_exceptions=return_exceptions,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
+            **params,
+        )
 
 
 class AsyncScale(AsyncClient):
@@ -177,6 +191,7 @@ class AsyncScale(AsyncClient):
     """
 
     API = API
+    HOOKS = HOOKS
     _wire: ScaleWire
 
     def __init__(
@@ -190,6 +205,7 @@ class AsyncScale(AsyncClient):
         retry: RetryPolicy | None = None,
         deadline: float | None = None,
         stream_idle_timeout: float | None = None,
+        hooks: Sequence[HookFactory] = (),
         http_client: httpx.AsyncClient | None = None,
         limits: httpx.Limits | None = None,
         default_headers: Mapping[str, str] | None = None,
@@ -200,7 +216,7 @@ class AsyncScale(AsyncClient):
             http_client,
             limits,
             default_headers,
-            client_options(timeout, max_retries, retry, deadline, stream_idle_timeout),
+            client_options(timeout, max_retries, retry, deadline, stream_idle_timeout, hooks),
         )
 
     async def complete(self, model: str, prompt: str, **params: Unpack[ScaleCall]) -> Completion:
@@ -236,11 +252,19 @@ class AsyncScale(AsyncClient):
 
         Leaving the loop early and closing the iterator (``aclose()``) cancels the requests in flight.
         """
-        limits = (requests_per_minute, tokens_per_minute)
-        from ._batch import acomplete_many
+        from wrapper.batch import acomplete_many
 
-        client, each = self._batched(params)
-        return acomplete_many(client, model, prompts, each, concurrency, ordered, return_exceptions, limits)
+        return acomplete_many(
+            self,
+            model,
+            prompts,
+            concurrency=concurrency,
+            ordered=ordered,
+            return_exceptions=return_exceptions,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
+            **params,
+        )
 
 
 CLIENTS = (Scale, AsyncScale)

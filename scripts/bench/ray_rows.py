@@ -26,8 +26,8 @@ from _stats import Figure, Row, Sizes, interleaved
 from ray import cloudpickle
 
 import wrapper.ray
-from wrapper._leases import Grant, Report
-from wrapper._pacing import Pacer
+from wrapper.batch._pacing import Pacer
+from wrapper.ray._leases import Grant, Report
 from wrapper.sandbox import Sandbox
 
 __all__ = ["ray_rows"]

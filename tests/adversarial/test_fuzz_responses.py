@@ -17,7 +17,7 @@ from helpers import retry_waits
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wrapper import Completion, CompletionChunk, _retry
+from wrapper import Completion, CompletionChunk, RetryPolicy
 from wrapper.errors import (
     APIConnectionError,
     APIError,
@@ -451,5 +451,5 @@ def test_retries_stop_at_the_first_final_answer_or_the_budget(
     attempts = min(final, retries) + 1
     assert served.requests == attempts
     assert len(waits) == 2 * (attempts - 1)  # sync and async each waited between attempts
-    assert all(0.0 <= wait <= _retry.MAX_RETRY_AFTER for wait in waits)
+    assert all(0.0 <= wait <= RetryPolicy().max_retry_after for wait in waits)
     assert kind == ("ok" if statuses[min(attempts, len(statuses)) - 1] == 200 else "error")

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from wrapper import _api
+from wrapper import apis as _api
 from wrapper._cli._batch_command import describe, result_fields, run_batch
 from wrapper._cli._inputs import STDIO, InputLineError
 from wrapper._cli._parser import build_parser, credentials, flag_params
@@ -135,16 +135,14 @@ def _client(args: argparse.Namespace, *, asynchronous: bool) -> Any:
     return _api.get(args.provider).clients()[1 if asynchronous else 0](**options)
 
 
-def _param_checker(provider: str) -> Callable[[dict[str, Any]], None]:
-    """A check of parameters against the provider's rules, as the client makes it before sending."""
-    from wrapper._validate import check_encodable, check_params
+def _param_checker(provider: str) -> Callable[..., None]:
+    """A check of parameters (and a prompt) against the provider's rules, as the client makes it before
+    sending."""
+    api = _api.get(provider)
 
-    rules = _api.get(provider).rules()
-
-    def check(params: dict[str, Any]) -> None:
+    def check(params: dict[str, Any], prompt: str | None = None) -> None:
         try:
-            check_params(params, rules)
-            check_encodable(params)
+            api.check(params, prompt)
         except (TypeError, ValueError) as exc:
             raise InputLineError(str(exc)) from None
 

@@ -6,7 +6,6 @@ import sys
 from collections.abc import Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
-from wrapper._batch import Job, acomplete_jobs
 from wrapper._cli._inputs import (
     STDIO,
     Id,
@@ -19,11 +18,11 @@ from wrapper._cli._inputs import (
 )
 from wrapper._cli._progress import progress
 from wrapper._cli._results import ResultFile, StandardOutput
+from wrapper.batch import Job, acomplete_jobs
 
 if TYPE_CHECKING:
-    from wrapper import BatchStats
-    from wrapper._base import AsyncClient as Completer
-    from wrapper._results import Completion
+    from wrapper import AsyncClient as Completer
+    from wrapper import BatchStats, Completion
 
 __all__ = ["REFUSALS_TO_STOP", "describe", "error_fields", "result_fields", "run_batch"]
 
@@ -84,7 +83,7 @@ async def run_batch(
     *,
     concurrency: int,
     defaults: Mapping[str, Any],
-    check: Callable[[dict[str, Any]], None],
+    check: Callable[[dict[str, Any], str], None],
     show_progress: bool | None,
     retry_failed: bool = False,
     requests_per_minute: float | None = None,

@@ -21,8 +21,6 @@ from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, BinaryIO
 
-from wrapper._validate import check_encodable
-
 __all__ = ["STDIO", "Id", "Input", "InputLineError", "count_inputs", "input_size", "named", "read_inputs"]
 
 STDIO = "-"
@@ -70,12 +68,12 @@ def read_inputs(
     skip: Callable[[int, Id | None], bool],
     claim: Callable[[Id], bool],
     defaults: Mapping[str, Any],
-    check: Callable[[dict[str, Any]], None],
+    check: Callable[[dict[str, Any], str], None],
     on_bad: Callable[[int, Id | None, InputLineError], None],
     on_blank: Callable[[int], None] = lambda index: None,
 ) -> Generator[Input, None, None]:
     """Yield each input within the first ``size`` bytes (None: all) not ``skip``-ped, its params over
-    ``defaults`` and vetted by ``check``.
+    ``defaults`` and vetted, with its prompt, by ``check``.
 
     ``claim(id)`` is asked once per id, in file order, for every line (skipped or not): False means an
     earlier line has that id, which makes this line an ``InputLineError`` matched by its index.
@@ -89,7 +87,7 @@ def read_inputs(
                 raise fields
             prompt, params = _prompt(fields)
             params = {**defaults, **params}
-            check(params)
+            check(params, prompt)
         except InputLineError as exc:
             on_bad(index, line_id, exc)
             continue
@@ -174,8 +172,4 @@ def _prompt(fields: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     prompt = fields.pop("prompt", None)
     if not isinstance(prompt, str) or not prompt:
         raise InputLineError('"prompt" must be a non-empty string')
-    try:
-        check_encodable({"prompt": prompt})  # JSON's "\ud800" escapes can hold what UTF-8 cannot send
-    except ValueError as exc:
-        raise InputLineError(str(exc)) from None
     return prompt, fields

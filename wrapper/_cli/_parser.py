@@ -11,7 +11,7 @@ import textwrap
 from collections.abc import Callable
 from typing import Any
 
-from wrapper import _api
+from wrapper import apis as _api
 from wrapper._cli._batch_command import REFUSALS_TO_STOP
 
 __all__ = ["build_parser", "credentials", "flag_params"]
@@ -228,8 +228,7 @@ def flag_params(args: argparse.Namespace) -> dict[str, Any]:
 def _spec_number(provider: str, keyword: str) -> Any:
     """``int`` or ``float``, as the provider's spec types the parameter. Its bounds are the client's to
     check, as for ``--param``: where the spec states none, the value is sent and the service judges it."""
-    params = importlib.import_module(f"wrapper._generated.{provider}.params")
-    return _integer if params.KEYWORDS[keyword]["schema"].get("type") == "integer" else float
+    return _integer if _api.get(provider).schema(keyword).get("type") == "integer" else float
 
 
 def _positive(text: str) -> int:

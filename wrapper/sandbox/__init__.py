@@ -59,7 +59,8 @@ from typing import Any, Self
 
 import uvicorn
 
-from .. import _api
+from wrapper import apis as _api
+
 from . import _catalog
 from ._app import Exchange, SandboxApp, Stats
 from ._faults import Fault, make_rule, parse_rule

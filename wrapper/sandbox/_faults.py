@@ -40,7 +40,7 @@ import threading
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
-from .. import _api
+from wrapper import apis as _api
 
 _EVENT_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _NOT_OTHER = ("message", "error")  # a chunk's event and an error's: not what ``event=`` is for

@@ -3,7 +3,7 @@
 The app runs every vendor request through the same steps (fault, credential, body, rate limits, model)
 and asks the request's handler only for what differs: where the credential travels, the shape of an
 error, its defaults, its catalog, and how it answers. Each API's handler is ``HANDLER`` in
-``wrapper.sandbox._<name>``, for each of ``wrapper._api.NAMES``.
+``wrapper.sandbox._<name>``, for each of ``wrapper.apis.NAMES``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .. import _api
+from wrapper import apis as _api
+
 from ._catalog import Model
 from ._lm import LanguageModel, Sampling
 from ._validate import Operation
@@ -46,7 +47,7 @@ class Handler:
     """One API as the sandbox serves it: subclasses set the attributes and write the hooks."""
 
     name: str
-    """Its descriptor's name (one of ``wrapper._api.NAMES``)."""
+    """Its descriptor's name (one of ``wrapper.apis.NAMES``)."""
     title: str
     """How the help text and the banner name it."""
     operation: Operation
@@ -146,7 +147,7 @@ class Handler:
 
 @cache
 def registry() -> dict[str, Handler]:
-    """Every API's handler, by name, in the order of ``wrapper._api.NAMES``."""
+    """Every API's handler, by name, in the order of ``wrapper.apis.NAMES``."""
     handlers = {name: importlib.import_module(f"{__package__}._{name}").HANDLER for name in _api.NAMES}
     for name, handler in handlers.items():
         if not isinstance(handler, Handler) or handler.name != name:

@@ -22,7 +22,7 @@ from jsonschema.protocols import Validator
 from jsonschema.validators import extend
 from openapi_schema_validator import OAS30Validator, OAS31Validator
 
-from wrapper import _generated
+from wrapper import apis
 
 Loc = tuple[str | int, ...]
 
@@ -41,7 +41,7 @@ class Operation:
     counts: tuple[str, ...] = ()
 
 
-SPECS = Path(_generated.__file__).parent
+SPECS = apis.SPECS
 """Where ``<api>/spec.json`` is read from (tests point it at a regenerated copy)."""
 
 _TYPES = {

@@ -1,0 +1,253 @@
+"""What the sync and async clients share: settings and options, building requests and reading answers.
+
+A client builds each call's request once (``Request``: URL, headers, JSON body, timeouts), hands it
+to a transport (``transports``) inside its attempt loop (``retries``), and turns what comes back into
+a typed result or error; ``sync_client`` and ``async_client`` hold the I/O of each side. A provider
+module (``wrapper.scale``, ``wrapper.gradient``) supplies its descriptor (``api.Api``) and a wire
+(``wires``): how its endpoint's requests are built and its responses read, through the generated
+client. The wire and the generated code are imported when the first client is built, not when the
+module is imported.
+
+Every request carries the same User-Agent and the client's ``default_headers``; redirects are
+never followed.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Self, Unpack
+
+import httpx
+
+from wrapper._generated.exceptions import APIConnectionError, APIStatusError, APITimeoutError, NotFoundError
+
+from .error_mapping import Malformed, connection_error, is_transport_failure, requested
+from .headers import ResponseHeaders
+from .hooks import CallInfo, HookFactory
+from .options import Options, RequestOptions, checked_timeout, split
+from .raw import RAW, RawResponse
+from .redact import redacted_headers, redacted_url
+from .retries import Attempts
+from .settings import Settings, checked_base_url
+from .transports.base import ClientClosedError, Reply, Request, encode_json
+from .transports.network import checked_headers, user_agent
+from .validate import check_encodable
+
+if TYPE_CHECKING:
+    from wrapper.apis import Api
+
+    from .results import Completion
+    from .wires import Wire
+
+__all__ = ["ClientCore", "is_event_stream"]
+
+logger = logging.getLogger("wrapper")
+
+
+def is_event_stream(response: httpx.Response) -> bool:
+    content_type: str = response.headers.get("content-type", "")
+    return content_type.partition(";")[0].strip() == "text/event-stream"
+
+
+def _log_response(request: Request, status: int, started: float) -> None:
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug(
+            "%s %s -> %d in %.3fs; request headers %s",
+            request.method,
+            request.url,
+            status,
+            time.perf_counter() - started,
+            redacted_headers({name.lower(): value for name, value in request.headers.items()}),
+        )
+
+
+class ClientCore:
+    """Settings, options and the parts of a call that do no I/O, for sync and async clients alike."""
+
+    API: Api
+    HOOKS: tuple[HookFactory, ...] = ()
+    """Hooks every call of the class gets, before its options' own (an API's module gives telemetry's)."""
+    _pool_closed: Callable[[], bool]
+    _derived = False
+    """True for a ``with_options`` copy: the pool is its parent's, and closing the copy leaves it open."""
+    _closed_alone = False
+
+    def __init__(
+        self,
+        wire: Wire,
+        settings: Settings,
+        default_headers: Mapping[str, str] | None,
+        options: dict[str, Any],
+    ) -> None:
+        from .logs import setup_logging  # SGP_CLIENT_LOG, GRADIENT_LOG: read on an API's first client
+
+        setup_logging(self.API.log_env)
+        self._wire = wire
+        self._base_url = checked_base_url(settings.base_url, self.API)
+        self._headers = {"User-Agent": user_agent(), **checked_headers(default_headers)}
+        self._credentials = settings.headers
+        self._options = Options(checked_timeout(options.pop("timeout")), 0, hooks=self.HOOKS).merged(options)
+
+    @property
+    def base_url(self) -> str:
+        """The URL the endpoint paths are appended to."""
+        return self._base_url
+
+    @property
+    def timeout(self) -> httpx.Timeout:
+        """The timeout of each attempt."""
+        return self._options.timeout
+
+    @property
+    def max_retries(self) -> int:
+        """How many times a failed request is retried (0: never)."""
+        return self._options.max_retries
+
+    @property
+    def options(self) -> Options:
+        """Every request option in force (``wrapper.RequestOptions`` lists them)."""
+        return self._options
+
+    def with_options(self, **options: Unpack[RequestOptions]) -> Self:
+        """A copy with other request options, sharing this client's connection pool; ``extra_*`` add to
+        this client's. ``ValueError`` names a bad or unknown option.
+
+        Closing the copy (or leaving its ``with`` block) closes the copy alone: the pool stays open for
+        this client and its other copies, until this client is closed.
+        """
+        clone = copy.copy(self)
+        clone._options = self._options.merged(options)
+        clone._derived = True
+        return clone
+
+    def _closed(self) -> bool:
+        return self._closed_alone or self._pool_closed()
+
+    def _closes_pool(self) -> bool:
+        """Mark this client closed; True if its pool is to be closed too (unless a ``with_options`` copy)."""
+        self._closed_alone = True
+        return not self._derived
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(base_url={redacted_url(self._base_url)!r}, timeout={self.timeout!r}, "
+            f"max_retries={self.max_retries})"
+        )
+
+    def _call(self, kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], Options]:
+        """A call's keyword arguments as its parameters and the options in force for it."""
+        params, given = split(kwargs)
+        return params, self._options.merged(given)
+
+    def _attempts(
+        self, options: Options, model: str, prompt: str, params: Mapping[str, Any], *, stream: bool
+    ) -> Attempts:
+        """A call's attempts, with the hooks its options' factories give it."""
+        if not options.hooks:
+            return Attempts(options, stream=stream)
+        call = CallInfo(self, model, prompt, params, stream)
+        hooks = [hook for factory in options.hooks if (hook := factory(call)) is not None]
+        return Attempts(options, hooks, stream=stream)
+
+    def _build(
+        self, model: str, prompt: str, params: Mapping[str, Any], options: Options, *, stream: bool
+    ) -> Request:
+        """The request of one call (arguments checked now); ``ClientClosedError`` on a closed client."""
+        if self._closed():
+            raise ClientClosedError(f"this {type(self).__name__} client is closed: build a new one")
+        streams = stream and self.API.streams
+        try:
+            kwargs = self._wire.request(model, prompt, params, stream=streams)
+            url = self._base_url + kwargs["url"]
+            if options.extra_query:
+                url = str(httpx.URL(url).copy_merge_params(options.extra_query))
+            body = {**kwargs["json"], **options.extra_body} if options.extra_body else kwargs["json"]
+            content = encode_json(body)
+        except UnicodeEncodeError:  # a lone surrogate somewhere: say in which argument
+            extra = {"extra_query": options.extra_query, "extra_body": options.extra_body}
+            check_encodable({"model": model, "prompt": prompt, **params, **extra})
+            raise
+        headers = {**self._headers, **options.extra_headers, **self._credentials, **kwargs["headers"]}
+        if streams:
+            headers["Accept"] = "text/event-stream"
+        return Request(kwargs["method"].upper(), url, headers, content, options.timeout)
+
+    def _batched(self, kwargs: Mapping[str, Any]) -> tuple[Self, dict[str, Any]]:
+        """For ``complete_many``: this client with the call's options, and the parameters for each prompt."""
+        params, options = self._call(kwargs)
+        client = copy.copy(self)
+        client._options = options
+        return client, params
+
+    def _checked(self, reply: Reply, request: Request, started: float) -> Reply:
+        """``reply`` if it is a success (2xx), else its typed error raised; logged at DEBUG either way.
+
+        A redirect is an error too: it is never followed, since the credentials would go with it.
+        """
+        _log_response(request, reply.status, started)
+        if not 200 <= reply.status < 300:
+            error = self._wire.status_error(reply.response())
+            hint = self._base_url_hint(error.request) if type(error) is NotFoundError else None
+            raise requested(error, hint)
+        return reply
+
+    def _base_url_hint(self, request: httpx.Request) -> str:
+        """What a 404 of the status class (not a typed body naming what is unknown) adds: it may be the
+        model, or a ``base_url`` with a path segment too many or too few, so this client's is shown beside
+        the path appended to it and the API's default."""
+        base_path = httpx.URL(self._base_url).path.rstrip("/")
+        endpoint = request.url.path.removeprefix(base_path)
+        return (
+            f"if the model id is right, check base_url: this client's is {redacted_url(self._base_url)!r}, "
+            f"and {endpoint!r} is appended to it (the default is {self.API.default_base_url!r})"
+        )
+
+    def _result(self, reply: Reply) -> Completion | RawResponse:
+        """The completion in ``reply`` (its ``RawResponse`` inside ``with_raw_response``)."""
+        try:
+            completion = self._wire.parse(reply.content, ResponseHeaders(reply.headers))
+        except Malformed as exc:
+            raise exc.at(reply.response()) from None
+        return RawResponse(reply.response(), completion) if RAW.get() else completion
+
+    def _failed(self, request: Request, started: float, exc: Exception) -> Exception:
+        """The typed error for what a transport raised (re-raised as is if it is not a transport failure)."""
+        if not is_transport_failure(exc):
+            return exc
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "%s %s failed after %.3fs: %r",
+                request.method,
+                request.url,
+                time.perf_counter() - started,
+                exc,
+            )
+        return connection_error(exc, request.as_httpx())
+
+    def _chunks_failed(self, response: httpx.Response, exc: Exception, options: Options) -> Exception:
+        """The typed error for a failure while reading a stream's events (an idle stream's says so)."""
+        if isinstance(exc, APIStatusError):  # an error event
+            return requested(exc)
+        idle = options.stream_idle_timeout
+        if isinstance(exc, httpx.ReadTimeout) and idle is not None:
+            return APITimeoutError(
+                f"the stream sent nothing for {idle:g} s (stream_idle_timeout)", request=response.request
+            )
+        return connection_error(exc, response.request) if is_transport_failure(exc) else exc
+
+    def _stream_failed(self, response: httpx.Response, exc: Exception, attempts: Attempts) -> Exception:
+        """The error that ends a stream after its first chunk (never retried): as ``_chunks_failed``,
+        a connection error saying how many attempts were made and that the stream had begun."""
+        error = self._chunks_failed(response, exc, attempts.options)
+        if isinstance(error, APIConnectionError) and error is not exc:
+            return attempts.gave_up(error, begun=True)
+        return error
+
+    def _stream_opened(self, response: httpx.Response, request: Request, started: float) -> httpx.Response:
+        """The stream's response, its status checked."""
+        reply = Reply(response.status_code, response.headers.raw, b"", response.request, response)
+        self._checked(reply, request, started)
+        return response

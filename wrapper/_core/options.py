@@ -1,0 +1,256 @@
+"""Request options: what a client's constructor, ``with_options(...)`` and each call take, innermost winning.
+
+``Options`` travels as one value from the call to the transport: each attempt's timeouts, the
+retries, the deadline of the whole call, a stream's idle timeout, extra headers, query parameters
+and body fields merged into the request (``extra_body``: the way to send a field the vendor shipped
+before the next ``make regen``), and the call's hooks (``wrapper.CallHooks``). ``RequestOptions`` is
+its keyword form, for typing; ``RetryPolicy`` the value of its ``retry`` option (what
+``retries.retry_or_raise`` decides by).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import random
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, TypedDict, cast
+
+import httpx
+
+from .hooks import HookFactory
+from .transports.network import checked_headers
+
+__all__ = ["DEFAULT_STATUSES", "NAMES", "Options", "RequestOptions", "RetryPolicy", "Timeout", "split"]
+
+Timeout = float | httpx.Timeout | None
+Query = Mapping[str, str | int | float | bool]
+
+
+DEFAULT_STATUSES = frozenset({408, 409, 429, *range(500, 600)})
+"""Request timeout, conflict, too many requests, and every server error."""
+
+
+def _statuses(value: Collection[int]) -> frozenset[int]:
+    if isinstance(value, str | bytes) or not isinstance(value, Collection):
+        raise ValueError(f"retry: statuses must be a collection of HTTP status codes; got {value!r}")
+    for status in value:
+        if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
+            raise ValueError(f"retry: statuses must be HTTP status codes (100-599); got {status!r}")
+    return frozenset(value)
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class RetryPolicy:
+    """Which failures are retried and how long to wait: ``retry=RetryPolicy(...)`` on a client or a call.
+
+    The defaults are the clients' behaviour when no policy is given. The wait is the server's
+    ``retry-after-ms`` / ``Retry-After`` when it gives one (up to ``max_retry_after`` seconds),
+    otherwise exponential backoff from ``initial_backoff`` up to ``max_backoff`` seconds, with up to
+    ``jitter`` of it taken off at random so that clients that failed together do not retry together.
+    A response's ``x-should-retry: true`` or ``false`` overrides the status rule, as the vendors' own
+    SDKs do. How many times is ``max_retries``, a separate option.
+    """
+
+    statuses: Collection[int] = DEFAULT_STATUSES
+    """Statuses that are retried (``x-should-retry`` from the server overrides this)."""
+    initial_backoff: float = 0.5
+    """Seconds before the first retry, doubled for each one after it."""
+    max_backoff: float = 8.0
+    """The longest backoff."""
+    jitter: float = 0.25
+    """The largest share of a backoff taken off at random (0: none, 1: up to all of it)."""
+    max_retry_after: float = 60.0
+    """The longest ``Retry-After`` honoured: a longer one is cut to this."""
+    connection_errors: bool = True
+    """Whether connection errors and timeouts are retried."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "statuses", _statuses(self.statuses))
+        for name in ("initial_backoff", "max_backoff", "max_retry_after"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+                raise ValueError(f"retry: {name} must be a number of seconds >= 0; got {value!r}")
+        if self.max_backoff < self.initial_backoff:
+            raise ValueError(
+                f"retry: max_backoff ({self.max_backoff!r}) must not be below initial_backoff "
+                f"({self.initial_backoff!r})"
+            )
+        if (
+            isinstance(self.jitter, bool)
+            or not isinstance(self.jitter, int | float)
+            or not 0 <= self.jitter <= 1
+        ):
+            raise ValueError(f"retry: jitter must be a number from 0 to 1; got {self.jitter!r}")
+        if not isinstance(self.connection_errors, bool):
+            raise ValueError(
+                f"retry: connection_errors must be True or False; got {self.connection_errors!r}"
+            )
+
+    def __repr__(self) -> str:
+        statuses = "DEFAULT_STATUSES" if self.statuses == DEFAULT_STATUSES else repr(sorted(self.statuses))
+        return (
+            f"RetryPolicy(statuses={statuses}, initial_backoff={self.initial_backoff!r}, "
+            f"max_backoff={self.max_backoff!r}, jitter={self.jitter!r}, "
+            f"max_retry_after={self.max_retry_after!r}, connection_errors={self.connection_errors!r})"
+        )
+
+    def backoff(self, retries: int, retry_after: float | None) -> float:
+        """Seconds before retry ``retries + 1``: the server's ``retry_after`` if given, else the backoff."""
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_retry_after)
+        backoff = min(self.initial_backoff * 2.0**retries, self.max_backoff)
+        return backoff * (1.0 - self.jitter * random.random())
+
+
+class RequestOptions(TypedDict, total=False):
+    """The options each call and ``with_options`` take (a client's constructor: all but ``extra_*``)."""
+
+    timeout: Timeout
+    """Each attempt's timeouts: seconds (None: no limit) or an ``httpx.Timeout``."""
+    max_retries: int
+    """How many times a failed attempt is retried (0: never)."""
+    retry: RetryPolicy
+    """Which failures are retried and how long to wait first."""
+    deadline: float | None
+    """Seconds for the whole call, every attempt and wait included (None: no deadline)."""
+    stream_idle_timeout: float | None
+    """The longest wait for a stream's next piece once its response has begun (None: the read timeout)."""
+    extra_headers: Mapping[str, str]
+    """Headers added to the request (they win over the client's, never over its credentials)."""
+    extra_query: Query
+    """Query parameters added to the URL."""
+    extra_body: Mapping[str, object]
+    """Fields merged into the JSON body, over the ones the keyword arguments set."""
+    hooks: Sequence[HookFactory]
+    """Hook factories added to the client's, each called once per call (``wrapper.CallHooks``)."""
+
+
+NAMES = frozenset(RequestOptions.__annotations__)
+
+
+def _positive(value: object) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float) and 0 < value <= math.inf
+
+
+def checked_timeout(timeout: object) -> httpx.Timeout:
+    """``timeout`` as an ``httpx.Timeout``; ``ValueError`` unless None, a number > 0 or an httpx.Timeout."""
+    if isinstance(timeout, httpx.Timeout):
+        for name, value in timeout.as_dict().items():
+            if value is not None and not _positive(value):
+                raise ValueError(
+                    f"timeout: httpx.Timeout's {name} must be None or a number > 0; got {value!r}"
+                )
+        return timeout
+    if timeout is not None and not _positive(timeout):
+        raise ValueError(
+            f"timeout must be None (no limit), a number of seconds > 0 or an httpx.Timeout; got {timeout!r}"
+        )
+    return httpx.Timeout(timeout)  # type: ignore[arg-type]
+
+
+def _retries(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"max_retries must be an integer >= 0; got {value!r}")
+    return value
+
+
+def _seconds_or_none(name: str, value: object) -> float | None:
+    if value is not None and not _positive(value):
+        raise ValueError(f"{name} must be None or a number of seconds > 0; got {value!r}")
+    return None if value is None else float(value)  # type: ignore[arg-type]
+
+
+def _policy(value: object) -> RetryPolicy:
+    if not isinstance(value, RetryPolicy):
+        raise ValueError(f"retry must be a wrapper.RetryPolicy; got {value!r}")
+    return value
+
+
+def _query(value: object) -> dict[str, Any]:
+    if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
+        raise ValueError(f"extra_query must be a mapping with string keys; got {value!r}")
+    for key, item in value.items():
+        if not isinstance(item, str | int | float | bool):
+            raise ValueError(f"extra_query[{key!r}] must be a string, number or boolean; got {item!r}")
+    return dict(value)
+
+
+def _body(value: object) -> dict[str, Any]:
+    if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
+        raise ValueError(f"extra_body must be a mapping with string keys; got {value!r}")
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"extra_body must hold only values JSON can encode ({exc})") from None
+    return dict(value)
+
+
+def _hooks(value: object) -> tuple[HookFactory, ...]:
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence) or not all(map(callable, value)):
+        raise ValueError(
+            f"hooks must be a sequence of hook factories (a CallHooks subclass, say); got {value!r}"
+        )
+    return tuple(value)
+
+
+def _headers(value: object) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"extra_headers must be a mapping of header names to values; got {value!r}")
+    return checked_headers(value, "extra_headers")
+
+
+_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "timeout": checked_timeout,
+    "max_retries": _retries,
+    "retry": _policy,
+    "deadline": lambda value: _seconds_or_none("deadline", value),
+    "stream_idle_timeout": lambda value: _seconds_or_none("stream_idle_timeout", value),
+    "extra_headers": _headers,
+    "extra_query": _query,
+    "extra_body": _body,
+    "hooks": _hooks,
+}
+_MERGED = ("extra_headers", "extra_query", "extra_body")
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """The options in force for a call (a client's, with ``with_options`` and the call's on top)."""
+
+    timeout: httpx.Timeout
+    max_retries: int
+    retry: RetryPolicy = dataclasses.field(default_factory=RetryPolicy)
+    deadline: float | None = None
+    stream_idle_timeout: float | None = None
+    extra_headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    extra_query: Query = dataclasses.field(default_factory=dict)
+    extra_body: Mapping[str, object] = dataclasses.field(default_factory=dict)
+    hooks: tuple[HookFactory, ...] = ()
+
+    def merged(self, given: Mapping[str, Any]) -> Options:
+        """These options with ``given`` on top, each checked (``ValueError`` naming it); ``extra_*`` merge
+        key by key and ``hooks`` add to these. An unknown name is a ``ValueError`` listing the options."""
+        if not given:
+            return self
+        changes: dict[str, Any] = {}
+        for name, value in given.items():
+            check = _CHECKS.get(name)
+            if check is None:
+                raise ValueError(f"unknown option {name!r}; the options are {', '.join(sorted(NAMES))}")
+            value = check(value)
+            if name in _MERGED:
+                value = {**cast(Mapping[str, Any], getattr(self, name)), **value}
+            elif name == "hooks":
+                value = self.hooks + value
+            changes[name] = value
+        return dataclasses.replace(self, **changes)
+
+
+def split(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A call's keyword arguments as (the request's parameters, its options)."""
+    if NAMES.isdisjoint(kwargs):
+        return dict(kwargs), {}
+    params = {name: value for name, value in kwargs.items() if name not in NAMES}
+    return params, {name: value for name, value in kwargs.items() if name in NAMES}

@@ -1,0 +1,157 @@
+"""A client's settings: credentials and base URL from the arguments or the environment, checked, the
+default request options, and the module-level default client.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar
+
+import httpx
+
+from .transports import fork
+from .transports.network import header_value
+
+if TYPE_CHECKING:
+    from wrapper.apis import Api
+
+    from .hooks import HookFactory
+    from .options import RetryPolicy
+
+__all__ = [
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_TIMEOUT",
+    "DefaultClient",
+    "Settings",
+    "Timeout",
+    "checked_base_url",
+    "checked_http_client",
+    "client_options",
+    "from_env",
+    "required",
+]
+
+DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0)
+"""Completions can take minutes; connecting should not."""
+DEFAULT_MAX_RETRIES = 2
+
+Timeout = float | httpx.Timeout | None
+
+
+class Settings(NamedTuple):
+    """A client's fixed settings, resolved from arguments and the environment."""
+
+    base_url: str
+    headers: dict[str, str]
+
+
+def client_options(
+    timeout: Timeout,
+    max_retries: int,
+    retry: RetryPolicy | None,
+    deadline: float | None,
+    stream_idle_timeout: float | None,
+    hooks: Sequence[HookFactory],
+) -> dict[str, Any]:
+    """A constructor's request options, as ``Options.merged`` takes them (``retry`` None: the default)."""
+    options = {
+        "timeout": timeout,
+        "max_retries": max_retries,
+        "deadline": deadline,
+        "stream_idle_timeout": stream_idle_timeout,
+        "hooks": hooks,
+    }
+    return options if retry is None else {**options, "retry": retry}
+
+
+def from_env(value: object, env: str, argument: str, default: str | None = None) -> str | None:
+    """``value`` if given, else the environment variable ``env`` if set and not empty, else ``default``.
+
+    A given value that is not a string is a ``ValueError`` naming ``argument`` and its type (never the
+    value: it may be a credential).
+    """
+    if value is None:
+        return os.environ.get(env) or default
+    if not isinstance(value, str):
+        raise ValueError(f"{argument} must be a string (or None: from {env}); got {type(value).__name__}")
+    return value
+
+
+def required(value: str | None, *, env: str, argument: str, client: str) -> str:
+    """A credential from the argument or the environment; ``ValueError`` naming both when neither is set."""
+    value = from_env(value, env, argument)
+    if not value:
+        raise ValueError(
+            f"{client} needs {argument}: pass {argument}=... or set the {env} environment variable"
+        )
+    return header_value(value, f"{argument} (or {env})")
+
+
+def checked_base_url(base_url: str, api: Api) -> str:
+    """``base_url`` without its trailing slash; ``ValueError`` unless an http(s) URL with a host."""
+    try:
+        url = httpx.URL(base_url)
+    except httpx.InvalidURL:
+        url = None
+    if url is None or url.scheme not in ("http", "https") or not url.host:
+        raise ValueError(
+            f"base_url must be an http:// or https:// URL with a host, such as {api.default_base_url!r}; "
+            f"got {base_url!r}"
+        )
+    return base_url.rstrip("/")
+
+
+H = TypeVar("H", httpx.Client, httpx.AsyncClient)
+
+
+def checked_http_client(http_client: H | None, cls: type[H]) -> H | None:
+    """``http_client``; ``ValueError`` unless None or a ``cls`` (a sync client takes an ``httpx.Client``,
+    an async one an ``httpx.AsyncClient``)."""
+    if http_client is not None and not isinstance(http_client, cls):
+        raise ValueError(f"http_client must be an httpx.{cls.__name__}; got {type(http_client).__name__}")
+    return http_client
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=_Closable)
+
+
+class DefaultClient(Generic[C]):
+    """The client behind a module's ``complete``/``stream``: built from the environment on first use.
+
+    A forked child keeps it: the client drops the pool it inherited (``transports.fork``).
+    """
+
+    def __init__(self, factory: Callable[[], C]) -> None:
+        self._factory = factory
+        self._client: C | None = None
+        self._lock = threading.Lock()
+        fork.register(self)
+
+    def after_fork(self) -> None:
+        self._lock = threading.Lock()  # a thread of the parent may have held it at the fork
+
+    def get(self) -> C:
+        """The client, built on the first call (thread-safe) and closed when the interpreter exits."""
+        client = self._client
+        if client is None:
+            with self._lock:
+                if self._client is None:
+                    self._client = self._factory()
+                    atexit.register(self.close)
+                client = self._client
+        return client
+
+    def close(self) -> None:
+        """Close and forget the client; the next ``get()`` builds a new one."""
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            atexit.unregister(self.close)
+            client.close()

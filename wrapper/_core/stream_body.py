@@ -1,0 +1,136 @@
+"""What reading a stream's body needs besides its events: proof that it ended, and the call's deadline.
+
+A stream is complete when a chunk carried the finish reason (Scale sends it on the last one); a body
+that ends before one did raises ``IncompleteStreamError`` with the text received (``Received``).
+The deadline bounds the body as it bounds the rest of the call: async clients wait for each event
+under ``asyncio.timeout_at`` (``in_time``, only when the call has a deadline); sync ones check it
+between events, and a ``Watchdog`` shuts the socket down when it passes, since httpcore times each
+read of a body with the read timeout it took when the body began, not with the time left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import socket
+import threading
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, TypeVar
+
+from wrapper._generated.exceptions import APITimeoutError, IncompleteStreamError
+
+if TYPE_CHECKING:
+    import httpx
+
+    from .results import CompletionChunk
+
+__all__ = ["DeadlinePassed", "Received", "Watchdog", "in_time"]
+
+T = TypeVar("T")
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+class Received:
+    """What a stream's body delivered so far: its texts, and whether a chunk carried the finish reason."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.finished = False
+
+    def add(self, chunk: CompletionChunk) -> CompletionChunk:
+        self.texts.append(chunk.text)
+        self.finished = self.finished or chunk.finish_reason is not None
+        return chunk
+
+    def too_late(self, deadline: float | None) -> DeadlinePassed:
+        """What to raise when the call's ``deadline`` passed while the body was read."""
+        return DeadlinePassed(deadline or 0.0, len(self.texts))
+
+    def check_complete(self, request: httpx.Request) -> None:
+        """At the end of the body: ``IncompleteStreamError`` unless a chunk carried the finish reason."""
+        if not self.finished:
+            text = "".join(self.texts)
+            raise IncompleteStreamError(
+                f"the stream ended without its final chunk (none carried a finish_reason) after "
+                f"{_plural(len(self.texts), 'chunk')}; the {_plural(len(text), 'character')} received "
+                "are in .text",
+                request=request,
+                text=text,
+            )
+
+
+class DeadlinePassed(Exception):
+    """Raised while a body is read once the call's deadline has passed; ``error`` is the typed one."""
+
+    def __init__(self, deadline: float, chunks: int) -> None:
+        super().__init__(deadline, chunks)
+        self.deadline = deadline
+        self.chunks = chunks
+
+    def error(self, request: httpx.Request, attempts: int) -> APITimeoutError:
+        """The ``APITimeoutError`` saying so (``attempts``: how many were made)."""
+        where = "before the stream's first chunk" if not self.chunks else "while the stream was read"
+        return APITimeoutError(
+            f"the call's deadline of {self.deadline:g} s ran out {where}, after "
+            f"{_plural(attempts, 'attempt')} and {_plural(self.chunks, 'chunk')}",
+            request=request,
+        )
+
+
+class Watchdog:
+    """Shuts a sync stream's socket down ``seconds`` from now, so a read blocked on it ends then.
+
+    Nothing to do without a deadline (``inf``), or without a socket to shut (a mock transport).
+    ``stop()`` before the response is closed: the socket then goes back to the pool untouched.
+    """
+
+    def __init__(self, response: httpx.Response, seconds: float) -> None:
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        stream = response.extensions.get("network_stream")
+        sock = None if stream is None or seconds == math.inf else stream.get_extra_info("socket")
+        if isinstance(sock, socket.socket):
+            self._socket = sock
+            self._timer = threading.Timer(max(seconds, 0.0), self._fire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if self._timer is not None:
+                with contextlib.suppress(OSError):  # closed meanwhile
+                    # socket.socket's own: an SSLSocket's would unwrap it under the reading thread
+                    socket.socket.shutdown(self._socket, socket.SHUT_RDWR)
+
+    def stop(self) -> None:
+        with self._lock:
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+            timer.join()
+
+
+def in_time(events: AsyncIterator[T], when: float | None, late: Callable[[], Exception]) -> AsyncIterator[T]:
+    """``events``, each awaited until the loop's time ``when`` at the latest (then ``late()`` is
+    raised); ``events`` itself when there is no deadline (None), so no stream pays for one unasked."""
+    return events if when is None else _in_time(events, when, late)
+
+
+async def _in_time(events: AsyncIterator[T], when: float, late: Callable[[], Exception]) -> AsyncIterator[T]:
+    import asyncio  # not at module level: `import wrapper.scale` stays light
+
+    while True:
+        timeout = asyncio.timeout_at(when)  # each wait on its own: never across a yield
+        try:
+            async with timeout:
+                event = await anext(events)
+        except StopAsyncIteration:
+            return
+        except TimeoutError as exc:
+            if timeout.expired():
+                raise late() from exc
+            raise
+        yield event

@@ -1,0 +1,213 @@
+"""The sync clients: requests through an ``httpx.Client`` (``transports.httpx_transport``), one attempt
+loop (``retries.run``) for ``complete`` and for a stream's opening."""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from collections.abc import Generator, Mapping
+from typing import TYPE_CHECKING, Any, Self, cast
+
+import httpx
+
+from . import sse
+from .client import ClientCore, is_event_stream
+from .error_mapping import invalid
+from .headers import ResponseHeaders
+from .options import Options
+from .raw import RAW, RawResponse, WithRawResponse, WithStreamingResponse
+from .retries import Attempts, run
+from .settings import Settings, checked_http_client
+from .stream_body import DeadlinePassed, Received, Watchdog
+from .transports.base import Request
+from .transports.httpx_transport import HttpxTransport
+from .transports.network import checked_limits, proxy_in_env, ssl_context
+from .transports.sync_pool import CheckoutTransport
+
+if TYPE_CHECKING:
+    from .results import Completion, CompletionChunk
+    from .streams import CompletionStream
+    from .wires import StreamingWire, Wire
+
+__all__ = ["SyncClient"]
+
+
+def _own_pool(limits: httpx.Limits) -> httpx.Client:
+    """A sync client's own pool: the checkout transport, unless a proxy is configured in the environment
+    (httpx applies the environment's proxies only to a pool of its own making)."""
+    context = ssl_context()
+    transport = None if proxy_in_env() else CheckoutTransport(limits, context)
+    return httpx.Client(transport=transport, limits=limits, verify=context, trust_env=True)
+
+
+class SyncClient(ClientCore):
+    """A client over an ``httpx.Client``: closes it on ``close()`` or leaving a ``with`` block."""
+
+    def __init__(
+        self,
+        wire: Wire,
+        settings: Settings,
+        http_client: httpx.Client | None,
+        limits: httpx.Limits | None,
+        default_headers: Mapping[str, str] | None,
+        options: Mapping[str, Any],
+    ) -> None:
+        limits = checked_limits(limits, checked_http_client(http_client, httpx.Client))
+        super().__init__(wire, settings, default_headers, dict(options))
+        if http_client is None:
+            own = functools.partial(_own_pool, limits)
+            self._transport = transport = HttpxTransport(own(), own)
+        else:
+            self._transport = transport = HttpxTransport(http_client)
+        self._pool_closed = lambda: transport.client.is_closed
+
+    def close(self) -> None:
+        """Close the connection pool (its ``with_options`` copies' too); later calls are refused.
+
+        On a ``with_options`` copy it closes the copy alone (``with_options``).
+        """
+        if self._closes_pool():
+            self._transport.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def with_raw_response(self) -> WithRawResponse:
+        """The same calls, returning the HTTP response: ``.complete(...)`` gives a ``RawResponse``."""
+        return WithRawResponse(self)
+
+    @property
+    def with_streaming_response(self) -> WithStreamingResponse:
+        """``with client.with_streaming_response.stream(...) as response:``: status and headers first."""
+        return WithStreamingResponse(self)
+
+    def _complete(self, model: str, prompt: str, kwargs: Mapping[str, Any]) -> Completion:
+        """One completion through the attempt loop, with the hooks of the call's options.
+
+        Inside ``with_raw_response`` (``raw.RAW``) it is the completion's ``RawResponse`` instead.
+        """
+        params, options = self._call(kwargs)
+        with self._attempts(options, model, prompt, params, stream=False) as attempts:
+            request = self._build(model, prompt, params, options, stream=False)
+
+            def attempt() -> Completion | RawResponse:
+                sent = attempts.bounded(request)
+                started = time.perf_counter()
+                try:
+                    reply = self._transport.send(sent)
+                except Exception as exc:
+                    raise self._failed(sent, started, exc) from exc
+                return self._result(self._checked(reply, sent, started))
+
+            result = run(attempt, attempts)
+            if attempts.hooks:
+                attempts.succeeded(result.parse() if isinstance(result, RawResponse) else result)
+            return cast("Completion", result)  # a RawResponse inside with_raw_response
+
+    def _stream(self, model: str, prompt: str, kwargs: Mapping[str, Any]) -> CompletionStream:
+        """The stream of a call (arguments checked now, the request sent on the first ``next()``)."""
+        from .streams import CompletionStream
+
+        params, options = self._call(kwargs)
+        request = self._build(model, prompt, params, options, stream=True)
+        if not self.API.streams:
+            return CompletionStream(self._one_chunk(model, prompt, kwargs))
+        return CompletionStream(self._sse(request, options, model, prompt, params))
+
+    def _one_chunk(
+        self, model: str, prompt: str, kwargs: Mapping[str, Any]
+    ) -> Generator[httpx.Response | CompletionChunk, None, None]:
+        from .results import whole
+
+        token = RAW.set(True)
+        try:
+            raw = cast("RawResponse", self._complete(model, prompt, kwargs))
+        finally:
+            RAW.reset(token)
+        yield raw.http_response
+        yield whole(raw.parse())
+
+    def _sse(
+        self, request: Request, options: Options, model: str, prompt: str, params: Mapping[str, Any]
+    ) -> Generator[httpx.Response | CompletionChunk, None, None]:
+        """The stream's response, then its chunks; closing the generator closes the connection.
+
+        Everything up to the first chunk is one attempt, retried as any failed request is (nothing
+        reached the caller yet); after it, never.
+        """
+        with self._attempts(options, model, prompt, params, stream=True) as attempts:
+            with attempts.active():
+                try:
+                    response, first, chunks = run(lambda: self._open(request, attempts), attempts)
+                except DeadlinePassed as exc:  # final: no attempt fits after it
+                    raise exc.error(request.as_httpx(), attempts.retries + 1) from exc.__cause__
+            attempts.succeeded(None)
+            try:
+                yield response
+                yield attempts.chunk(first)
+                yield from map(attempts.chunk, chunks)
+            except DeadlinePassed as exc:
+                raise exc.error(response.request, attempts.retries + 1) from exc.__cause__
+            except Exception as exc:
+                raise self._stream_failed(response, exc, attempts) from exc
+            finally:
+                chunks.close()
+
+    def _open(
+        self, request: Request, attempts: Attempts
+    ) -> tuple[httpx.Response, CompletionChunk, Generator[CompletionChunk]]:
+        """One attempt: the stream's response, status checked, its first chunk and the others to come."""
+        options = attempts.options
+        sent = attempts.bounded(request)
+        started = time.perf_counter()
+        try:
+            response = self._transport.stream(sent, options.stream_idle_timeout)
+            if not 200 <= response.status_code < 300:
+                try:
+                    response.read()
+                finally:
+                    response.close()
+        except Exception as exc:
+            raise self._failed(sent, started, exc) from exc
+        self._stream_opened(response, sent, started)
+        chunks = self._chunks(response, attempts)
+        try:
+            first = next(chunks)
+        except DeadlinePassed:  # not an APIError: the attempt loop lets it through
+            raise
+        except Exception as exc:  # the generator closed the response
+            raise self._chunks_failed(response, exc, options) from exc
+        return response, first, chunks
+
+    def _chunks(self, response: httpx.Response, attempts: Attempts) -> Generator[CompletionChunk]:
+        """The chunks of a stream's body, until it ends complete (else ``IncompleteStreamError``) or
+        the deadline passes (``DeadlinePassed``); closes the response."""
+        received = Received()
+        left = attempts.left()
+        deadline = None if left == math.inf else time.monotonic() + left
+        watchdog = Watchdog(response, left)
+        try:
+            if not is_event_stream(response):
+                response.read()
+                raise invalid(response, "is not an event stream")
+            headers = ResponseHeaders(response.headers.raw)
+            read = cast("StreamingWire", self._wire).chunk
+            for event in sse.events(response):
+                if deadline is not None and time.monotonic() >= deadline:  # also where no watchdog runs
+                    raise received.too_late(attempts.options.deadline)
+                chunk = read(event, response, headers)
+                if chunk is not None:
+                    yield received.add(chunk)
+            received.check_complete(response.request)
+        except httpx.TransportError:
+            if deadline is not None and time.monotonic() >= deadline:  # the watchdog shut the socket
+                raise received.too_late(attempts.options.deadline) from None  # not the shutdown's error
+            raise
+        finally:
+            watchdog.stop()
+            response.close()

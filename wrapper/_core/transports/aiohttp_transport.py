@@ -1,0 +1,222 @@
+"""The async clients' default transport: requests on an ``aiohttp`` session, failing as httpx fails.
+
+httpx's async pool and request objects cost more per call than aiohttp itself under concurrency, so
+a default async client sends with aiohttp, on the same TLS context and pool limits it would give
+httpx. ``send`` builds no httpx object at all; ``stream`` hands back an ``httpx.Response`` whose body
+is aiohttp's, so a stream is read (and its SSE parsed by httpx-sse) exactly as httpx's would be.
+
+Both transports must read the same responses alike, so aiohttp is set to what httpx does: it asks
+for the encodings httpx decodes and leaves bodies to httpx's decoders (an encoding neither asked
+for nor known passes through, as in httpx); it reads heads as large as httpx's parser does. Its
+timeouts are httpx's: the connect timeout bounds connecting, the host name's lookup included, and a
+request waits for a free connection (``limits.max_connections``) up to the pool timeout, counted
+here, not by aiohttp (whose wait for its pool counts toward its connect timeout).
+Every aiohttp failure is raised as the httpx exception of the same kind, in words that do not
+carry the HTTP status aiohttp's parser errors hold (one aiohttp would answer with as a server,
+not one the server sent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import io
+import ssl
+from collections.abc import AsyncIterator, Callable, Sequence
+
+import aiohttp
+import aiohttp.http_exceptions
+import httpx
+from httpx._client import ACCEPT_ENCODING  # the encodings httpx's decoders read
+
+from .base import Reply, Request
+
+__all__ = ["AiohttpTransport"]
+
+_LARGE = 1 << 20
+"""Bodies above this go as a file object: aiohttp warns that writing them from bytes blocks the loop."""
+_HEAD = 100 * 1024
+"""The largest response head httpx reads (httpcore's limit for h11); aiohttp's default is 8,190
+bytes a line, so a header a little over 8 KiB failed on one transport only."""
+
+
+@functools.lru_cache(maxsize=16)
+def _client_timeout(connect: float | None, read: float | None) -> aiohttp.ClientTimeout:
+    """httpx's timeouts in aiohttp's terms: its ``connect`` bounds the lookup and connecting (aiohttp's
+    pool is uncapped: the transport waits for a free connection itself)."""
+    return aiohttp.ClientTimeout(connect=connect, sock_read=read)
+
+
+def _httpx_error(exc: Exception) -> httpx.TransportError:
+    """The httpx exception for an aiohttp (or asyncio) failure, the one httpx raises in that case."""
+    kind: type[httpx.TransportError]
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):  # connecting, the host name's lookup included
+        kind = httpx.ConnectTimeout
+    elif isinstance(exc, TimeoutError):  # aiohttp's read timeout, or the wait for a stream's response
+        kind = httpx.ReadTimeout
+    elif isinstance(exc, aiohttp.ClientConnectorError):  # refused, DNS, TLS handshake and certificate
+        kind = httpx.ConnectError
+    elif isinstance(exc, aiohttp.ClientOSError | aiohttp.ClientPayloadError):  # reset, cut mid-body
+        kind = httpx.ReadError
+    else:  # disconnected before answering, a garbled status line or header, ...
+        kind = httpx.RemoteProtocolError
+    error = kind(_described(exc))
+    error.__cause__ = exc
+    return error
+
+
+def _described(exc: Exception) -> str:
+    """What went wrong, in aiohttp's words less the status its parser's errors carry ("400, message=")."""
+    cause = exc.__cause__
+    if isinstance(exc, aiohttp.ClientPayloadError) and isinstance(
+        cause, aiohttp.http_exceptions.HttpProcessingError
+    ):
+        return f"the response body broke off: {cause.message}"
+    if isinstance(exc, aiohttp.ClientResponseError | aiohttp.http_exceptions.HttpProcessingError):
+        return exc.message
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _decoded(headers: Sequence[tuple[bytes, bytes]], content: bytes) -> bytes:
+    """``content`` decoded as its Content-Encoding says, by httpx's decoders (``httpx.DecodingError``
+    if it does not decode)."""
+    return httpx.Response(200, headers=headers, content=content).content
+
+
+class _Body(httpx.AsyncByteStream):
+    """A streamed aiohttp response body as httpx reads one; closing it releases the connection.
+
+    With ``idle``, each piece must come within that many seconds (aiohttp's own read timeout is
+    then off for the request: it would time the first byte and the gaps alike).
+    """
+
+    def __init__(
+        self, response: aiohttp.ClientResponse, idle: float | None, release: Callable[[], None] | None
+    ) -> None:
+        self._response = response
+        self._idle = idle
+        self._release = release  # the pool slot the stream holds, if the pool is capped
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        content = self._response.content
+        try:
+            if self._idle is None:
+                async for data in content.iter_any():
+                    yield data
+                return
+            while True:
+                async with asyncio.timeout(self._idle):
+                    data = await content.readany()
+                if not data:
+                    return
+                yield data
+        except aiohttp.ClientError as exc:  # aiohttp's own read timeout among them
+            raise _httpx_error(exc) from exc
+        except TimeoutError:
+            raise httpx.ReadTimeout(f"no data for {self._idle} s") from None
+
+    async def aclose(self) -> None:
+        if self._response.content.is_eof():
+            self._response.release()  # read to the end: the connection goes back to the pool
+        else:
+            self._response.close()  # left early: the connection is closed, so the server stops
+        release, self._release = self._release, None
+        if release is not None:
+            release()
+
+
+class AiohttpTransport:
+    """An aiohttp session, opened in the running loop on first use; never follows a redirect."""
+
+    def __init__(self, ssl_context: ssl.SSLContext, limits: httpx.Limits) -> None:
+        self._ssl = ssl_context
+        self._limits = limits
+        self._session: aiohttp.ClientSession | None = None
+        # The pool's cap: a slot per request in flight, a stream's held until its body is closed.
+        cap = limits.max_connections
+        self._slots = None if cap is None else asyncio.Semaphore(cap)
+
+    def _open(self) -> aiohttp.ClientSession:
+        connector = aiohttp.TCPConnector(
+            limit=0,  # no cap in aiohttp: ``_slots`` holds it
+            limit_per_host=0,
+            ssl=self._ssl,
+            keepalive_timeout=self._limits.keepalive_expiry,
+        )
+        # trust_env off: a client uses this transport only when no proxy is configured.
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            trust_env=False,
+            headers={"Accept-Encoding": ACCEPT_ENCODING},
+            auto_decompress=False,  # httpx's decoders read the body (``_decoded``)
+            max_line_size=_HEAD,
+            max_field_size=_HEAD,
+            max_headers=_HEAD // 4,  # as many as fit in a head of that size ("a:\r\n")
+        )
+        return self._session
+
+    def _request(self, request: Request, read: float | None) -> aiohttp.client._RequestContextManager:
+        session = self._session or self._open()
+        timeout = request.timeout
+        return session.request(
+            request.method,
+            request.url,
+            data=request.content if len(request.content) <= _LARGE else io.BytesIO(request.content),
+            headers=request.headers,
+            timeout=_client_timeout(timeout.connect, read),
+            allow_redirects=False,
+        )
+
+    async def _slot(self, slots: asyncio.Semaphore, request: Request) -> Callable[[], None]:
+        """A slot of the capped pool (its ``release``), waited for up to the pool timeout."""
+        try:
+            async with asyncio.timeout(request.timeout.pool):
+                await slots.acquire()
+        except TimeoutError:
+            raise httpx.PoolTimeout("no connection came free within the pool timeout") from None
+        return slots.release
+
+    async def send(self, request: Request) -> Reply:
+        slots = self._slots
+        release = None if slots is None else await self._slot(slots, request)
+        try:
+            async with self._request(request, request.timeout.read) as response:
+                content = await response.read()
+                if "Content-Encoding" in response.headers:
+                    content = _decoded(response.raw_headers, content)
+                return Reply(response.status, response.raw_headers, content, request)
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise _httpx_error(exc) from exc
+        finally:
+            if release is not None:
+                release()
+
+    async def stream(self, request: Request, idle: float | None) -> httpx.Response:
+        read = request.timeout.read
+        slots = self._slots
+        release = None if slots is None else await self._slot(slots, request)
+        try:
+            if idle is None:
+                response = await self._request(request, read)
+            else:  # the wait for the response timed here, its body's gaps by ``_Body``
+                async with asyncio.timeout(read):
+                    response = await self._request(request, None)
+        except BaseException as exc:
+            if release is not None:
+                release()
+            if isinstance(exc, TimeoutError | aiohttp.ClientError):
+                raise _httpx_error(exc) from exc
+            raise
+        # The body as it came: httpx decodes it as its Content-Encoding says, as for its own responses.
+        return httpx.Response(
+            response.status,
+            headers=response.raw_headers,
+            stream=_Body(response, idle, release),
+            request=request.as_httpx(),
+        )
+
+    async def aclose(self) -> None:
+        """Close the session and its connections."""
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()

@@ -1,0 +1,100 @@
+"""The seam between the clients and the network: a request built once, handed to a transport.
+
+A transport has one small interface: ``send`` a ``Request`` and return its ``Reply`` (status, raw
+headers, the whole body), or ``stream`` it and return an ``httpx.Response`` whose body the caller
+reads and closes. Transports raise httpx's transport exceptions and nothing else; retries, errors,
+request ids, hooks, logging and redaction sit above the seam, in the clients' attempt loops.
+
+Sync clients send through httpx (``httpx_transport``). Async clients have two transports, aiohttp's
+(``aiohttp_transport``) and httpx's, and ``choice.AsyncTransports`` picks one on every call.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple, Protocol
+
+import httpx
+
+__all__ = ["AsyncTransport", "ClientClosedError", "Reply", "Request", "encode_json"]
+
+
+class ClientClosedError(RuntimeError):
+    """A call on a closed client (closing one closes its ``with_options`` copies too): build a new one."""
+
+
+def encode_json(body: Any) -> bytes:
+    """``body`` as httpx encodes a ``json=`` argument, so every transport sends the same bytes."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+class Request:
+    """One HTTP request as the clients build it: method, URL, headers, body bytes, timeouts.
+
+    ``as_httpx()`` is the same request as an ``httpx.Request`` (built on first use: the aiohttp
+    transport needs one only for errors and streams, which carry it).
+    """
+
+    __slots__ = ("_httpx", "content", "headers", "method", "timeout", "url")
+
+    def __init__(
+        self, method: str, url: str, headers: Mapping[str, str], content: bytes, timeout: httpx.Timeout
+    ) -> None:
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.content = content
+        self.timeout = timeout
+        self._httpx: httpx.Request | None = None
+
+    def within(self, seconds: float) -> Request:
+        """The same request with every timeout cut to at most ``seconds`` (a deadline's time left)."""
+        cut = {
+            name: seconds if value is None else min(value, seconds)
+            for name, value in self.timeout.as_dict().items()
+        }
+        return Request(self.method, self.url, self.headers, self.content, httpx.Timeout(**cut))
+
+    def as_httpx(self) -> httpx.Request:
+        if self._httpx is None:
+            self._httpx = httpx.Request(
+                self.method,
+                self.url,
+                headers=self.headers,
+                content=self.content,
+                extensions={"timeout": self.timeout.as_dict()},
+            )
+        return self._httpx
+
+
+class Reply(NamedTuple):
+    """A response with its body read: status, raw header pairs, the (decoded) body, and its request."""
+
+    status: int
+    headers: Sequence[tuple[bytes, bytes]]
+    content: bytes
+    request: httpx.Request | Request
+    original: httpx.Response | None = None
+
+    def response(self) -> httpx.Response:
+        """The reply as an ``httpx.Response`` (errors carry one): httpx's own when httpx sent it."""
+        if self.original is not None:
+            return self.original
+        request = self.request if isinstance(self.request, httpx.Request) else self.request.as_httpx()
+        headers = [(name, value) for name, value in self.headers if name.lower() != b"content-encoding"]
+        return httpx.Response(self.status, headers=headers, content=self.content, request=request)
+
+
+class AsyncTransport(Protocol):
+    """What async clients send through: aiohttp's or httpx's.
+
+    ``stream(request, idle)`` waits for the response within the request's read timeout, then for
+    each piece of its body within ``idle`` seconds (None: the read timeout again).
+    """
+
+    async def send(self, request: Request) -> Reply: ...
+
+    async def stream(self, request: Request, idle: float | None) -> httpx.Response: ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,95 @@
+"""Requests through httpx: ``HttpxTransport`` (the sync clients') and ``AsyncHttpxTransport`` (an async
+client's when it was given an ``http_client``, a proxy is configured, or a mock or tracer watches httpx).
+httpx's own transport, auth, event hooks and default headers apply.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import httpx
+
+from . import fork
+from .base import Reply, Request
+
+__all__ = ["AsyncHttpxTransport", "HttpxTransport"]
+
+
+def _built(client: httpx.Client | httpx.AsyncClient, request: Request) -> httpx.Request:
+    """``request`` as ``client`` builds it: with its default headers, cookies and query parameters."""
+    return client.build_request(
+        request.method, request.url, content=request.content, headers=request.headers, timeout=request.timeout
+    )
+
+
+def _idle(response: httpx.Response, idle: float | None) -> httpx.Response:
+    """``response`` with its body's reads timed by ``idle`` (httpcore reads the read timeout from the
+    request's extensions when the body is first read, after the headers)."""
+    if idle is not None:
+        extensions = response.request.extensions
+        extensions["timeout"] = {**extensions.get("timeout", {}), "read": idle}
+    return response
+
+
+def _reply(response: httpx.Response) -> Reply:
+    return Reply(response.status_code, response.headers.raw, response.content, response.request, response)
+
+
+class HttpxTransport:
+    """Requests through an ``httpx.Client``: its transport, auth, event hooks and default headers apply.
+
+    ``own`` builds the client again, for a client's own pool: a forked child releases the one it
+    inherited and builds its own (``wrapper._core.transports.fork``). A client you pass is yours to rebuild.
+    """
+
+    def __init__(self, client: httpx.Client, own: Callable[[], httpx.Client] | None = None) -> None:
+        self.client = client
+        self._own = own
+        self._pid = os.getpid()
+        if own is not None:
+            fork.register(self)
+
+    def after_fork(self) -> None:
+        if self._own is not None and not self.client.is_closed:
+            inherited, self.client = self.client, self._own()
+            fork.release(inherited)
+        self._pid = os.getpid()  # last: should building fail, the next call tries again
+
+    def _client(self) -> httpx.Client:
+        if self._pid != os.getpid():  # forked without running the fork hooks
+            self.after_fork()
+        return self.client
+
+    def send(self, request: Request) -> Reply:
+        client = self._client()
+        return _reply(client.send(_built(client, request), follow_redirects=False))
+
+    def stream(self, request: Request, idle: float | None) -> httpx.Response:
+        client = self._client()
+        return _idle(client.send(_built(client, request), stream=True, follow_redirects=False), idle)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class AsyncHttpxTransport:
+    """Requests through an ``httpx.AsyncClient``, as ``HttpxTransport`` does for sync ones."""
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self.client = client
+
+    async def send(self, request: Request) -> Reply:
+        response = await self.client.send(_built(self.client, request), stream=True, follow_redirects=False)
+        try:
+            await response.aread()
+        finally:
+            await response.aclose()
+        return _reply(response)
+
+    async def stream(self, request: Request, idle: float | None) -> httpx.Response:
+        response = await self.client.send(_built(self.client, request), stream=True, follow_redirects=False)
+        return _idle(response, idle)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()

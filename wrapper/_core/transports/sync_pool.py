@@ -1,0 +1,200 @@
+"""The sync clients' transport: each request borrows a connection of its own from a free list.
+
+httpcore's sync pool hands out connections under one lock, scanning every connection for every
+queued request. With a couple of hundred threads on one client, a request waited seconds for its
+turn (``make bench``, row "sync complete_many in flight"). Here a request takes a whole
+``httpx.HTTPTransport`` that holds one keep-alive connection, and gives it back when its response
+is closed: a constant-time step. It is still httpx's own transport underneath, so mocks (respx,
+pytest-httpx) and instrumentations (OpenTelemetry's httpx) see every request as before.
+
+In a forked child the connections taken from the parent are dropped (``fork``). A host
+name is looked up within the connect timeout (``_Lookups``), as the async transports do.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import ipaddress
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
+
+import httpcore
+import httpx
+
+from . import fork
+
+if TYPE_CHECKING:
+    import ssl
+
+__all__ = ["CheckoutTransport"]
+
+
+class CheckoutTransport(httpx.BaseTransport):
+    """Connections taken most-recently-used first; ``limits`` as in httpx.
+
+    ``max_connections`` bounds the requests in flight (a request over it waits up to the pool
+    timeout, then raises ``httpx.PoolTimeout``); ``max_keepalive_connections`` bounds the idle ones kept.
+    """
+
+    def __init__(self, limits: httpx.Limits, verify: ssl.SSLContext) -> None:
+        self._one = httpx.Limits(
+            max_connections=1, max_keepalive_connections=1, keepalive_expiry=limits.keepalive_expiry
+        )
+        self._verify = verify
+        self._max_busy = limits.max_connections
+        self._max_idle = limits.max_keepalive_connections
+        self._idle: list[httpx.HTTPTransport] = []
+        self._busy = 0
+        self._closed = False
+        self._changed = threading.Condition()
+        self._pid = os.getpid()
+        fork.register(self)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        transport = self._take(request.extensions.get("timeout", {}).get("pool"))
+        pid = self._pid
+        try:
+            response = transport.handle_request(request)
+        except BaseException:
+            self._give_back(transport, pid)
+            raise
+        assert isinstance(response.stream, httpx.SyncByteStream)
+        response.stream = _GiveBackOnClose(response.stream, lambda: self._give_back(transport, pid))
+        return response
+
+    def after_fork(self) -> None:
+        """In a forked child: close the parent's idle connections (a plain close sends nothing while
+        the parent holds the socket) and forget its busy ones."""
+        self._pid = os.getpid()
+        self._changed = threading.Condition()  # a thread of the parent may have held it at the fork
+        self._busy = 0
+        idle, self._idle = self._idle, []
+        for transport in idle:
+            transport.close()
+
+    def close(self) -> None:
+        """Close the idle connections now, and each busy one when its response is closed."""
+        with self._changed:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._changed.notify_all()
+        for transport in idle:
+            transport.close()
+
+    def _take(self, timeout: float | None) -> httpx.HTTPTransport:
+        if self._pid != os.getpid():  # forked without running the fork hooks
+            self.after_fork()
+        with self._changed:
+            limit = self._max_busy
+            if limit is not None and not self._changed.wait_for(
+                lambda: self._closed or self._busy < limit, timeout
+            ):
+                raise httpx.PoolTimeout(f"no connection was free within the pool timeout ({timeout} s)")
+            if self._closed:
+                raise RuntimeError("Cannot send a request, as the client has been closed.")
+            self._busy += 1
+            if self._idle:
+                return self._idle.pop()
+        transport = httpx.HTTPTransport(verify=self._verify, limits=self._one)
+        transport._pool._network_backend = _LOOKUPS  # httpx takes no backend; its pool hands this one on
+        return transport
+
+    def _give_back(self, transport: httpx.HTTPTransport, pid: int) -> None:
+        with self._changed:
+            keep = pid == self._pid  # else taken by the parent before a fork: closed, never kept
+            if keep:
+                self._busy -= 1
+                self._changed.notify()
+                keep = not self._closed and (self._max_idle is None or len(self._idle) < self._max_idle)
+                if keep:
+                    self._idle.append(transport)
+        if not keep:
+            transport.close()
+
+
+class _GiveBackOnClose(httpx.SyncByteStream):
+    """A response's body that hands its connection back once closed (only once)."""
+
+    def __init__(self, stream: httpx.SyncByteStream, give_back: Callable[[], None]) -> None:
+        self._stream = stream
+        self._give_back: Callable[[], None] | None = give_back
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self._stream)  # not a generator of its own: no extra step per chunk of a stream
+
+    def close(self) -> None:
+        give_back, self._give_back = self._give_back, None
+        try:
+            self._stream.close()
+        finally:
+            if give_back is not None:
+                give_back()
+
+
+class _Lookups(httpcore.SyncBackend):
+    """httpcore's sockets, with a host name looked up within the connect timeout.
+
+    ``socket.create_connection`` waits for the system's resolver as long as it takes: a lookup of 8 s
+    outlasted a connect timeout of 1 s, and a deadline of 2 s. Here the lookup runs in a thread of its
+    own, waited for up to the timeout, and what is left of it goes to connecting to each address.
+    """
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.NetworkStream:
+        if timeout is None or _is_address(host):
+            return super().connect_tcp(host, port, timeout, local_address, socket_options)
+        deadline = time.monotonic() + timeout
+        failed: httpcore.ConnectError | None = None
+        for address in _lookup(host, port, timeout):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                return super().connect_tcp(address, port, left, local_address, socket_options)
+            except httpcore.ConnectError as exc:  # the next address, as socket.create_connection does
+                failed = exc
+        if failed is not None:
+            raise failed
+        raise httpcore.ConnectTimeout(f"connecting to {host} took longer than {timeout:g} s")
+
+
+_LOOKUPS = _Lookups()
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _lookup(host: str, port: int, timeout: float) -> list[str]:
+    """The addresses of ``host``, from the system's resolver in a thread waited for up to ``timeout`` s."""
+    found: concurrent.futures.Future[list[str]] = concurrent.futures.Future()
+
+    def look_up() -> None:
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except Exception as exc:
+            found.set_exception(exc)
+        else:
+            found.set_result(list(dict.fromkeys(str(info[4][0]) for info in infos)))
+
+    threading.Thread(target=look_up, name=f"lookup {host}", daemon=True).start()
+    try:
+        return found.result(timeout)
+    except TimeoutError:
+        raise httpcore.ConnectTimeout(f"looking up {host} took longer than {timeout:g} s") from None
+    except OSError as exc:  # not found, no network
+        raise httpcore.ConnectError(str(exc)) from exc

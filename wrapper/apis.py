@@ -1,0 +1,112 @@
+"""The APIs this package speaks, and what it knows of each: their descriptors (``Api``).
+
+Each API's module defines its descriptor, ``wrapper.scale.API`` and ``wrapper.gradient.API``: its
+credentials and their environment variables, its default base URL, its max-tokens, stop and choice
+keywords, whether it streams, its keyword arguments' rules and schemas. Code built on the clients
+(the command line, the sandbox, Ray, the framework adapters, the pytest plugin, the router) reads
+descriptors and never branches on an API's name, so a third API plugs in with a descriptor.
+
+    from wrapper import apis
+
+    for name in apis.NAMES:
+        api = apis.get(name)
+        print(name, api.max_tokens, [c.env for c in api.credentials])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from wrapper._core.validate import Rule
+
+__all__ = ["NAMES", "SPECS", "Api", "Credential", "get"]
+
+SPECS = Path(str(getattr(importlib.util.find_spec("wrapper._generated"), "origin", ""))).parent
+"""The folder of the normalised specs the clients are generated from: ``<api>/spec.json`` each."""
+NAMES = ("gradient", "scale")
+"""Every API, by the name the command line, Ray and telemetry use (its public module's name)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Credential:
+    """A constructor argument that identifies the caller, defaulting to an environment variable."""
+
+    keyword: str
+    env: str
+    required: bool
+
+    @property
+    def flag(self) -> str:
+        """The command line's flag for it (``--api-key``)."""
+        return "--" + self.keyword.replace("_", "-")
+
+
+@dataclasses.dataclass(frozen=True)
+class Api:
+    """One API's facts."""
+
+    name: str
+    """Its name on the command line, in ``wrapper.ray`` and as telemetry's ``gen_ai.provider.name``."""
+    credentials: tuple[Credential, ...]
+    base_url_env: str
+    default_base_url: str
+    sandbox_path: str
+    """Where the sandbox serves it, after the sandbox's own URL (Gradient's base URL ends in ``/api``)."""
+    max_tokens: str
+    """The keyword argument that caps the generated tokens."""
+    stop: str | None
+    """The keyword argument of stop sequences (None: the API has none)."""
+    choices: str | None
+    """The keyword argument of the choices the output must be one of (None: the API has none)."""
+    streams: bool
+    """Whether the API streams tokens (Gradient's does not: ``stream`` yields one chunk)."""
+    log_env: str
+    """The environment variable that switches the client's logging on (``info`` or ``debug``)."""
+    model_help: str
+    """What the command line says the model argument is."""
+
+    def clients(self) -> tuple[Callable[..., Any], Callable[..., Any]]:
+        """The sync and async client classes (their keyword arguments are the API's own)."""
+        module = importlib.import_module(f"wrapper.{self.name}")
+        classes: tuple[Callable[..., Any], Callable[..., Any]] = module.CLIENTS
+        return classes
+
+    def rules(self) -> Mapping[str, Rule]:
+        """The checks ``complete`` makes of each keyword argument, from the spec."""
+        rules: Mapping[str, Rule] = importlib.import_module(f"wrapper._core.wires.{self.name}").RULES
+        return rules
+
+    def check(self, params: Mapping[str, Any], prompt: str | None = None) -> None:
+        """Check keyword arguments (and a prompt) as ``complete`` does before sending: ``ValueError`` naming
+        the keyword and the rule the spec states, or text UTF-8 cannot encode (``TypeError`` for a keyword
+        the API does not have)."""
+        from wrapper._core.validate import check_encodable, check_params
+
+        check_params(params, self.rules())
+        check_encodable(params if prompt is None else {"prompt": prompt, **params})
+
+    def schema(self, keyword: str) -> Mapping[str, Any]:
+        """The spec's JSON schema of the keyword argument ``keyword`` (``KeyError`` for another name)."""
+        params = importlib.import_module(f"wrapper._generated.{self.name}.params")
+        schema: Mapping[str, Any] = params.KEYWORDS[keyword]["schema"]
+        return schema
+
+    def client_options(self, environ: Any) -> dict[str, str]:
+        """The constructor arguments set in ``environ`` (credentials and base URL), by keyword."""
+        names = {credential.keyword: credential.env for credential in self.credentials}
+        names["base_url"] = self.base_url_env
+        return {keyword: environ[env] for keyword, env in names.items() if environ.get(env)}
+
+
+def get(name: object) -> Api:
+    """The descriptor of the API called ``name``; ``ValueError`` naming the APIs for any other."""
+    if name not in NAMES:
+        raise ValueError(f"api must be one of {', '.join(map(repr, NAMES))}; got {name!r}")
+    api: Api = importlib.import_module(f"wrapper.{name}").API
+    return api

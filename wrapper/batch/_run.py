@@ -1,0 +1,529 @@
+"""Many prompts through one client with bounded concurrency: ``complete_many``, ``acomplete_many`` and
+``acomplete_jobs``.
+
+Prompts are pulled lazily, never more than ``concurrency`` ahead of the results handed back, so a
+million prompts from a file never sit in memory. Each prompt is one ``complete`` call of the client,
+with hooks of the batch's (``wrapper.CallHooks``): every attempt waits for a limiter (``Pacer``:
+requests and tokens per minute when given, slowing down on 429s, a 429's Retry-After pausing every
+request rather than one), and is counted in the batch's stats.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import threading
+import time
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+)
+from concurrent.futures import Future
+from queue import SimpleQueue
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+import attrs
+import httpx
+
+from wrapper import CallHooks, CallInfo, Completion, RequestOptions
+from wrapper.errors import APIError, APIStatusError, RateLimitError
+
+from ._pacing import Limiter, Pacer, estimate_tokens
+from ._stats import BatchStats, Tally
+
+if TYPE_CHECKING:
+    from wrapper import AsyncClient, SyncClient
+
+__all__ = [
+    "AsyncBatchIterator",
+    "BatchIterator",
+    "BatchResult",
+    "BatchStats",
+    "Job",
+    "acomplete_jobs",
+    "acomplete_many",
+    "complete_many",
+]
+
+Job = tuple[int, str, Mapping[str, Any]]
+"""One unit of work: the index results carry, the prompt, the keyword arguments for ``complete``."""
+FORGIVEN_429S = 10
+"""At most this many of a prompt's 429s cost no retry (each slows the batch down): none retries for ever."""
+_OPTIONS = frozenset(RequestOptions.__annotations__)
+
+
+@attrs.frozen
+class BatchResult:
+    """One prompt's outcome: its index in the input and either its completion or its typed error."""
+
+    index: int
+    completion: Completion | None = None
+    error: APIError | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the prompt completed."""
+        return self.error is None
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """The headers of the final response (case-insensitive); empty when none came (a connection error)."""
+        headers = getattr(self.completion, "headers", None)  # a Completion's own, where results carry them
+        if headers is not None:
+            return headers  # type: ignore[no-any-return]
+        response = getattr(self.error, "response", None)
+        return response.headers if isinstance(response, httpx.Response) else httpx.Headers()
+
+    @property
+    def request_id(self) -> str | None:
+        """The final response's ``x-request-id``, for the provider's support."""
+        return self.headers.get("x-request-id")
+
+
+class BatchIterator(Iterator[BatchResult]):
+    """What sync ``complete_many`` returns: its results as they come, ``close()``, and live ``stats``."""
+
+    def __init__(self, results: Generator[BatchResult, None, None], tally: Tally) -> None:
+        self._results = results
+        self._tally = tally
+
+    def __next__(self) -> BatchResult:
+        return next(self._results)
+
+    def close(self) -> None:
+        """Stop the batch: no further request starts; requests in flight finish on their own."""
+        self._results.close()
+
+    @property
+    def stats(self) -> BatchStats:
+        """The batch's figures so far (final once it is over)."""
+        return self._tally.snapshot()
+
+
+class AsyncBatchIterator(AsyncIterator[BatchResult]):
+    """What async ``complete_many`` returns: ``async for`` its results, ``aclose()``, and live ``stats``."""
+
+    def __init__(self, results: AsyncGenerator[BatchResult, None], tally: Tally) -> None:
+        self._results = results
+        self._tally = tally
+
+    async def __anext__(self) -> BatchResult:
+        return await anext(self._results)
+
+    async def aclose(self) -> None:
+        """Stop the batch and cancel the requests in flight."""
+        await self._results.aclose()
+
+    @property
+    def stats(self) -> BatchStats:
+        """The batch's figures so far (final once it is over)."""
+        return self._tally.snapshot()
+
+
+def complete_many(
+    client: SyncClient,
+    model: str,
+    prompts: Iterable[str],
+    *,
+    concurrency: int = 16,
+    ordered: bool = False,
+    return_exceptions: bool = False,
+    requests_per_minute: float | None = None,
+    tokens_per_minute: float | None = None,
+    **kwargs: Any,
+) -> BatchIterator:
+    """``client.complete(model, prompt, **kwargs)`` for every prompt, at most ``concurrency`` in flight,
+    results as they finish (the clients' ``complete_many``).
+
+    ``prompts`` is read lazily, at most ``concurrency`` ahead of the results handed back. ``ordered=True``
+    yields results in input order instead. A failed prompt raises its ``APIError`` at once unless
+    ``return_exceptions=True``, which yields it as a result. Requests are paced evenly to
+    ``requests_per_minute`` and ``tokens_per_minute`` (tokens are estimated) and slow down on 429s;
+    each prompt gets the client's ``max_retries``. Breaking out of the loop (or ``close()``) stops the
+    batch; requests already sent finish on their own.
+    """
+    _check_arguments(prompts, concurrency)
+    pacer = Pacer(requests_per_minute, tokens_per_minute)
+    params, options = _split(kwargs)
+    jobs = ((index, prompt, params) for index, prompt in enumerate(prompts))
+    batch, stop = _Batch(model), threading.Event()
+    batch.client = _hooked(client, options, functools.partial(_Paced, batch, pacer, stop))
+    return BatchIterator(_run(batch, stop, jobs, concurrency, ordered, return_exceptions), batch.tally)
+
+
+def acomplete_many(
+    client: AsyncClient,
+    model: str,
+    prompts: Iterable[str] | AsyncIterable[str],
+    *,
+    concurrency: int = 16,
+    ordered: bool = False,
+    return_exceptions: bool = False,
+    requests_per_minute: float | None = None,
+    tokens_per_minute: float | None = None,
+    **kwargs: Any,
+) -> AsyncBatchIterator:
+    """The async ``complete_many``: prompts from an iterable or an async iterable, results by ``async for``.
+
+    Leaving the loop early and closing the iterator (``aclose()``, or ``contextlib.aclosing``) cancels
+    the requests in flight.
+    """
+    _check_arguments(prompts, concurrency)
+    params, options = _split(kwargs)
+    if isinstance(prompts, AsyncIterable):
+        jobs: Iterator[Job] | AsyncGenerator[Job, None] = _anumbered(prompts, params)
+    else:
+        jobs = ((index, prompt, params) for index, prompt in enumerate(prompts))
+    return acomplete_jobs(
+        client.with_options(**options) if options else client,
+        model,
+        jobs,
+        concurrency=concurrency,
+        ordered=ordered,
+        return_exceptions=return_exceptions,
+        requests_per_minute=requests_per_minute,
+        tokens_per_minute=tokens_per_minute,
+    )
+
+
+def acomplete_jobs(
+    client: AsyncClient,
+    model: str,
+    jobs: Iterator[Job] | AsyncGenerator[Job, None],
+    *,
+    concurrency: int,
+    ordered: bool = False,
+    return_exceptions: bool = False,
+    requests_per_minute: float | None = None,
+    tokens_per_minute: float | None = None,
+    limiter: Limiter | None = None,
+) -> AsyncBatchIterator:
+    """``acomplete_many`` over explicit jobs, each with its own index and parameters (the command line's
+    batch, Ray's blocks). ``limiter`` paces the batch instead of the limits (one shared by many
+    processes, say: ``wrapper.ray``'s leases).
+    """
+    _check_arguments(jobs, concurrency)
+    if limiter is None:
+        limiter = Pacer(requests_per_minute, tokens_per_minute)
+    elif requests_per_minute is not None or tokens_per_minute is not None:
+        raise ValueError("pass requests_per_minute/tokens_per_minute or a limiter, not both")
+    batch = _Batch(model)
+    batch.client = _hooked(client, {}, functools.partial(_APaced, batch, limiter))
+    return AsyncBatchIterator(_arun(batch, jobs, concurrency, ordered, return_exceptions), batch.tally)
+
+
+def _hooked(client: Any, options: Mapping[str, Any], hooks: Callable[[CallInfo], CallHooks]) -> Any:
+    """``client`` with the batch's request options and its ``hooks`` added to each call's."""
+    return client.with_options(**{**options, "hooks": [*options.get("hooks", ()), hooks]})
+
+
+def _split(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A batch's keyword arguments as (each prompt's parameters, the request options for all of them)."""
+    params = {name: value for name, value in kwargs.items() if name not in _OPTIONS}
+    return params, {name: value for name, value in kwargs.items() if name in _OPTIONS}
+
+
+def _check_arguments(prompts: object, concurrency: int) -> None:
+    if isinstance(prompts, str):
+        raise TypeError("prompts must be an iterable of strings, not one string")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be a positive integer, got {concurrency!r}")
+
+
+async def _anumbered(prompts: AsyncIterable[str], params: Mapping[str, Any]) -> AsyncGenerator[Job, None]:
+    index = 0
+    async for prompt in prompts:
+        yield index, prompt, params
+        index += 1
+
+
+def _checked(job: Job) -> Job:
+    if not isinstance(job[1], str):
+        raise TypeError(f"prompts must be strings, got {type(job[1]).__name__} at index {job[0]}")
+    return job
+
+
+class _Batch:
+    """What a batch's prompts share: the client (with the batch's hooks), the model and the tally."""
+
+    def __init__(self, model: str) -> None:
+        self.client: Any = None  # set once the hooks that need this batch are made
+        self.model = model
+        self.tally = Tally()
+        self.context = contextvars.copy_context()  # the caller's: its current span is each prompt's parent
+
+
+class _Counted(CallHooks):
+    """A batch prompt's hooks: every attempt counted, 429s slowing the batch down, not retries.
+
+    A 429 met the batch's own pace, which the limiter lowers for it (and pauses for its
+    Retry-After): it costs no retry, up to ``FORGIVEN_429S`` times per prompt.
+    """
+
+    def __init__(self, batch: _Batch, call: CallInfo) -> None:
+        super().__init__(call)
+        self.tally = batch.tally
+        self.estimate = estimate_tokens(call.prompt, call.params, call.client.API.max_tokens)
+        self.forgiven = 0
+        self.sent_at = 0.0
+
+    def _sent(self) -> None:
+        self.sent_at = time.monotonic()
+        self.tally.sent()
+
+    def _answered(self) -> None:
+        self.tally.answered(time.monotonic() - self.sent_at)
+
+    def _used(self, completion: Completion | None) -> int:
+        """Count a success; the tokens it used (as reported, else the estimate)."""
+        assert completion is not None  # a batch never streams
+        self.tally.completed(completion)
+        if completion.prompt_tokens is None or completion.response_tokens is None:
+            return self.estimate
+        return completion.prompt_tokens + completion.response_tokens
+
+    def failed(self, error: APIError) -> bool:
+        self._answered()
+        if not isinstance(error, RateLimitError):
+            return False
+        self.tally.add("rate_limited")
+        if self.forgiven >= FORGIVEN_429S:
+            return False
+        self.forgiven += 1
+        return True
+
+    def retrying(self, error: APIError, retry: int, delay: float) -> None:
+        self.tally.add("retries")
+
+    def finished(self, error: BaseException | None) -> None:
+        if isinstance(error, APIError):
+            self.tally.add("failed")
+
+
+class _Paced(_Counted):
+    """A sync batch prompt's hooks: each attempt waits for the ``Pacer``, and stops when the batch does."""
+
+    def __init__(self, batch: _Batch, pacer: Pacer, stop: threading.Event, call: CallInfo) -> None:
+        super().__init__(batch, call)
+        self.pacer = pacer
+        self.stop = stop
+
+    def before(self) -> None:
+        for wait in self.pacer.turns(self.estimate):
+            if self.stop.wait(wait):
+                raise _Stopped
+        if self.stop.is_set():  # a retry's wait ended after the batch did
+            raise _Stopped
+        self._sent()
+
+    def succeeded(self, completion: Completion | None) -> None:
+        self._answered()
+        self.pacer.correct(self.estimate, self._used(completion))
+
+    def failed(self, error: APIError) -> bool:
+        if isinstance(error, RateLimitError):
+            self.pacer.slow_down(_retry_after(error))
+        return super().failed(error)
+
+
+class _APaced(_Counted):
+    """An async batch prompt's hooks: each attempt waits for the ``Limiter`` (a ``Pacer``, or Ray's)."""
+
+    def __init__(self, batch: _Batch, limiter: Limiter, call: CallInfo) -> None:
+        super().__init__(batch, call)
+        self.limiter = limiter
+
+    async def abefore(self) -> None:
+        await self.limiter.acquire(self.estimate)
+        self._sent()
+
+    async def asucceeded(self, completion: Completion | None) -> None:
+        self._answered()
+        await self.limiter.settle(self.estimate, self._used(completion))
+
+    async def afailed(self, error: APIError) -> bool:
+        if isinstance(error, RateLimitError):
+            await self.limiter.throttled(_retry_after(error))
+        return self.failed(error)
+
+
+def _retry_after(error: APIError) -> float | None:
+    return error.retry_after if isinstance(error, APIStatusError) else None
+
+
+class _Pending(Protocol):
+    """A request in flight: a ``concurrent.futures.Future`` or an ``asyncio.Task``."""
+
+    def done(self) -> bool: ...
+
+    def result(self) -> Completion: ...
+
+
+F = TypeVar("F", bound=_Pending)
+
+
+class _Window(Generic[F]):
+    """The requests in flight, in start order; hands back the finished ones in the order they are due."""
+
+    def __init__(self, ordered: bool) -> None:
+        self._ordered = ordered
+        self._pending: dict[F, int] = {}  # insertion-ordered: start order
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def __iter__(self) -> Iterator[F]:
+        return iter(self._pending)
+
+    def add(self, future: F, index: int) -> None:
+        self._pending[future] = index
+
+    def pop_done(self) -> Iterator[tuple[int, F]]:
+        """Remove and yield, one at a time, the finished requests that may be handed back now.
+
+        One at a time: those a consumer stops before are still in the window, so the batch's end
+        collects them (and their errors) with the rest.
+        """
+        for future in list(self._pending):
+            if not future.done():
+                if self._ordered:
+                    return
+                continue
+            yield self._pending.pop(future), future
+
+
+def _result(index: int, future: _Pending, keep: bool) -> BatchResult:
+    try:
+        return BatchResult(index, completion=future.result())
+    except APIError as exc:
+        if not keep:
+            raise
+        return BatchResult(index, error=exc)
+
+
+class _Stopped(BaseException):
+    """The batch ended while this request was waiting for its turn (like a cancelled task: no failure)."""
+
+
+def _complete(batch: _Batch, job: Job) -> Completion:
+    """One prompt in a worker thread: the client's ``complete``, paced by the batch's hooks."""
+    _, prompt, params = job
+    completion: Completion = batch.client.complete(batch.model, prompt, **params)
+    return completion
+
+
+class _Workers:
+    """Daemon threads that run a sync batch's requests: started as the window fills, never joined.
+
+    Only the consuming thread reads the user's prompts; workers take jobs from a queue and settle
+    each job's future. A thread blocked in I/O when the batch ends is left to finish on its own
+    (its result is dropped), so neither the batch nor the interpreter's exit ever waits for it.
+    """
+
+    def __init__(self, limit: int, work: Callable[[Job], Completion], context: contextvars.Context) -> None:
+        self._limit = limit
+        self._work = work
+        self._context = context  # each worker runs in a copy of it (a context is entered by one thread)
+        self._jobs: SimpleQueue[tuple[Job, Future[Completion]] | None] = SimpleQueue()
+        self._started = 0
+
+    def submit(self, job: Job) -> Future[Completion]:
+        future: Future[Completion] = Future()
+        if self._started < self._limit:
+            self._started += 1
+            name = f"complete_many-{self._started}"
+            serve = self._context.copy().run
+            threading.Thread(target=serve, args=(self._serve,), name=name, daemon=True).start()
+        self._jobs.put((job, future))
+        return future
+
+    def stop(self) -> None:
+        """Let every worker exit once it is idle (a worker in I/O exits after its request)."""
+        for _ in range(self._started):
+            self._jobs.put(None)
+
+    def _serve(self) -> None:
+        while (item := self._jobs.get()) is not None:
+            job, future = item
+            try:
+                future.set_result(self._work(job))
+            except BaseException as exc:  # handed to the consumer, which re-raises it
+                future.set_exception(exc)
+
+
+def _run(
+    batch: _Batch,
+    stop: threading.Event,
+    jobs: Iterable[Job],
+    concurrency: int,
+    ordered: bool,
+    keep: bool,
+) -> Generator[BatchResult, None, None]:
+    window: _Window[Future[Completion]] = _Window(ordered)
+    finished: SimpleQueue[object] = SimpleQueue()
+    pending_jobs = iter(jobs)
+    workers = _Workers(concurrency, functools.partial(_complete, batch), batch.context)
+    batch.tally.start()
+    try:
+        while True:
+            while len(window) < concurrency and (job := next(pending_jobs, None)) is not None:
+                future = workers.submit(_checked(job))
+                future.add_done_callback(finished.put)
+                window.add(future, job[0])
+            if not window:
+                return
+            finished.get()  # one more has finished (or one already handed back: then this round yields none)
+            for index, future in window.pop_done():
+                yield _result(index, future, keep)
+    finally:
+        batch.tally.end()
+        stop.set()
+        workers.stop()
+
+
+async def _acomplete(batch: _Batch, job: Job) -> Completion:
+    """One prompt as a task: the client's ``complete``, paced by the batch's hooks."""
+    _, prompt, params = job
+    completion: Completion = await batch.client.complete(batch.model, prompt, **params)
+    return completion
+
+
+async def _arun(
+    batch: _Batch,
+    jobs: Iterator[Job] | AsyncGenerator[Job, None],
+    concurrency: int,
+    ordered: bool,
+    keep: bool,
+) -> AsyncGenerator[BatchResult, None]:
+    window: _Window[asyncio.Task[Completion]] = _Window(ordered)
+    finished: asyncio.Queue[object] = asyncio.Queue()
+    batch.tally.start()
+    try:
+        while True:
+            while len(window) < concurrency:
+                job = await anext(jobs, None) if isinstance(jobs, AsyncGenerator) else next(jobs, None)
+                if job is None:
+                    break
+                task = asyncio.create_task(_acomplete(batch, _checked(job)))
+                task.add_done_callback(finished.put_nowait)
+                window.add(task, job[0])
+            if not window:
+                return
+            await finished.get()
+            for index, task in window.pop_done():
+                yield _result(index, task, keep)
+    finally:
+        batch.tally.end()
+        tasks = list(window)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if isinstance(jobs, AsyncGenerator):
+            await jobs.aclose()

@@ -1,0 +1,128 @@
+"""A batch's figures: ``BatchStats`` snapshots, counted while it runs in constant memory."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import TYPE_CHECKING
+
+import attrs
+
+if TYPE_CHECKING:
+    from wrapper import Completion
+
+__all__ = ["BatchStats", "Tally"]
+
+_SMALLEST = 1e-4  # latencies are kept in log-spaced buckets from 0.1 ms, each 5% wider than the last
+_GROWTH = 1.05
+
+
+def _bucket(seconds: float) -> int:
+    return max(0, math.floor(math.log(max(seconds, _SMALLEST) / _SMALLEST, _GROWTH)))
+
+
+@attrs.frozen
+class BatchStats:
+    """What a batch has done so far: ``.stats`` on what ``complete_many`` returns.
+
+    ``requests`` counts HTTP attempts (first tries and retries), ``rate_limited`` the 429s among
+    their answers; ``completed`` and ``failed`` count prompts. Token counts add up what the
+    responses reported. Latency is from sending an attempt to its answer, within 2.5%.
+    """
+
+    requests: int = 0
+    completed: int = 0
+    failed: int = 0
+    retries: int = 0
+    rate_limited: int = 0
+    elapsed: float = 0.0
+    prompt_tokens: int = 0
+    response_tokens: int = 0
+    _latencies: tuple[tuple[int, int], ...] = attrs.field(default=(), repr=False, alias="latencies")
+
+    @property
+    def requests_per_minute(self) -> float:
+        """HTTP attempts per minute over the batch so far."""
+        return self.requests * 60 / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def tokens_per_minute(self) -> float:
+        """Prompt and response tokens per minute, as the responses reported them."""
+        return (self.prompt_tokens + self.response_tokens) * 60 / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def latency_p50(self) -> float | None:
+        """The median seconds from sending an attempt to its answer (None before any answer)."""
+        return self._quantile(0.5)
+
+    @property
+    def latency_p95(self) -> float | None:
+        """The 95th percentile of the seconds from sending an attempt to its answer."""
+        return self._quantile(0.95)
+
+    def _quantile(self, q: float) -> float | None:
+        total = sum(count for _, count in self._latencies)
+        seen = 0
+        for bucket, count in self._latencies:
+            seen += count
+            if seen >= q * total:
+                return float(_SMALLEST * _GROWTH ** (bucket + 0.5))
+        return None
+
+
+class Tally:
+    """The live counts behind ``BatchStats``, updated from every worker (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts = dict.fromkeys(
+            (
+                "requests",
+                "completed",
+                "failed",
+                "retries",
+                "rate_limited",
+                "prompt_tokens",
+                "response_tokens",
+            ),
+            0,
+        )
+        self._latencies: dict[int, int] = {}
+        self._started: float | None = None
+        self._ended: float | None = None
+
+    def start(self) -> None:
+        self._started = time.monotonic()
+
+    def end(self) -> None:
+        self._ended = time.monotonic()
+
+    def sent(self) -> None:
+        with self._lock:
+            self._counts["requests"] += 1
+
+    def answered(self, latency: float) -> None:
+        bucket = _bucket(latency)
+        with self._lock:
+            self._latencies[bucket] = self._latencies.get(bucket, 0) + 1
+
+    def add(self, name: str) -> None:
+        with self._lock:
+            self._counts[name] += 1
+
+    def completed(self, completion: Completion) -> None:
+        with self._lock:
+            self._counts["completed"] += 1
+            self._counts["prompt_tokens"] += completion.prompt_tokens or 0
+            self._counts["response_tokens"] += completion.response_tokens or 0
+
+    def snapshot(self) -> BatchStats:
+        with self._lock:
+            if self._started is None:
+                elapsed = 0.0
+            else:
+                elapsed = (self._ended if self._ended is not None else time.monotonic()) - self._started
+            return BatchStats(
+                **self._counts, elapsed=elapsed, latencies=tuple(sorted(self._latencies.items()))
+            )
