@@ -13,6 +13,7 @@ from helpers import LocalServer, call, json_reply, reset_reply, scale_body
 
 from wrapper import RetryPolicy, testing
 from wrapper._core import retries as _retry
+from wrapper._core.error_mapping import requested
 from wrapper._generated.exceptions import parse_retry_after
 from wrapper.errors import (
     APIConnectionError,
@@ -205,6 +206,23 @@ def test_retry_or_raise_decides_and_logs(caplog: pytest.LogCaptureFixture) -> No
     bad = BadRequestError("HTTP 400", response=httpx.Response(400, request=request), body=None)
     with pytest.raises(BadRequestError):
         _retry.retry_or_raise(bad, 0, 2)  # not retryable
+
+
+def test_retry_log_names_the_request_once_and_redacts_its_query(caplog: pytest.LogCaptureFixture) -> None:
+    """A status error's message already ends with its request: the log line does not say it twice, and a
+    query parameter (which may hold a credential) is shown redacted, as in the error's own message."""
+    request = httpx.Request("POST", "https://x.test/v4/models/m/completions?key=s3cret")
+    busy = requested(
+        InternalServerError("HTTP 503: busy", response=httpx.Response(503, request=request), body=None)
+    )
+    with caplog.at_level(logging.INFO, logger="wrapper"):
+        _retry.retry_or_raise(busy, 0, 2, RetryPolicy(jitter=0))
+    (message,) = caplog.messages
+    assert message == (
+        "retrying POST https://x.test/v4/models/m/completions?key=<redacted> in 0.50s (retry 1 of 2) "
+        "after: HTTP 503: busy"
+    )
+    assert "s3cret" not in message
 
 
 async def test_testing_mode_skips_the_waits() -> None:

@@ -57,7 +57,7 @@ def _log_response(request: Request, status: int, started: float) -> None:
         logger.debug(
             "%s %s -> %d in %.3fs; request headers %s",
             request.method,
-            request.url,
+            redacted_url(request.url),
             status,
             time.perf_counter() - started,
             redacted_headers({name.lower(): value for name, value in request.headers.items()}),

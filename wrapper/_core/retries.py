@@ -25,6 +25,7 @@ from wrapper.testing import is_testing
 
 from .error_mapping import timeout_phase
 from .options import RetryPolicy
+from .redact import redacted_url
 
 if TYPE_CHECKING:
     from .hooks import CallHooks
@@ -71,14 +72,16 @@ def retry_or_raise(
     if retries >= max_retries or not is_retryable(error, policy):
         raise error
     delay = policy.backoff(retries, error.retry_after if isinstance(error, APIStatusError) else None)
+    request, url = error.request, redacted_url(error.request.url)
+    cause = str(error).replace(f" ({request.method} {url})", "", 1)  # a status error's message names it too
     logger.info(
         "retrying %s %s in %.2fs (retry %d of %d) after: %s",
-        error.request.method,
-        error.request.url,
+        request.method,
+        url,
         delay,
         retries + 1,
         max_retries,
-        error,
+        cause,
     )
     return delay
 
