@@ -241,6 +241,13 @@ async def test_closing_an_async_batch_early_cancels_the_requests_in_flight(count
     assert counted_sandbox.stats().in_flight == 0
 
 
+@pytest.mark.parametrize(("prompt", "rule"), [("", "must not be empty"), ("bad \ud800", "lone surrogate")])
+def test_a_prompt_refused_before_sending_is_named_by_its_index(scale: Scale, prompt: str, rule: str) -> None:
+    """return_exceptions keeps API errors; a prompt refused before sending ends the batch, saying which."""
+    with pytest.raises(ValueError, match=rf"{rule}.*\(the prompt at index 2\)$"):
+        list(scale.complete_many(SCALE_MODEL, ["a", "b", prompt, "c"], concurrency=1, return_exceptions=True))
+
+
 def test_bad_arguments_fail_before_any_request(counted_sandbox: Sandbox, scale: Scale) -> None:
     with pytest.raises(ValueError, match="concurrency"):
         scale.complete_many(SCALE_MODEL, ["p"], concurrency=0)

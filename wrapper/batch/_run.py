@@ -406,6 +406,10 @@ def _result(index: int, future: _Pending, keep: bool) -> BatchResult:
         if not keep:
             raise
         return BatchResult(index, error=exc)
+    except (TypeError, ValueError) as exc:  # refused before sending: say which prompt
+        if type(exc) in (TypeError, ValueError) and exc.args and isinstance(exc.args[0], str):
+            exc.args = (f"{exc.args[0]} (the prompt at index {index})", *exc.args[1:])
+        raise
 
 
 class _Stopped(BaseException):
