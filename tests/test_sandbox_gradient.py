@@ -147,6 +147,8 @@ def test_a_missing_workspace_or_token_and_bad_json(recording_sandbox: Sandbox) -
     assert no_token.status_code == 401
     bad_json = httpx.post(url, content=b"{", headers=_HEADERS)
     assert (bad_json.status_code, bad_json.json()["type"]) == (400, "bodyParsingError")
+    lone = httpx.post(url, content=rb'{"query": "bad \udc00"}', headers=_HEADERS)
+    assert (lone.status_code, lone.json()["type"]) == (400, "bodyParsingError")
     empty_id = httpx.post(
         f"{recording_sandbox.gradient_base_url}/models//complete", json={"query": "a"}, headers=_HEADERS
     )

@@ -181,6 +181,13 @@ def test_bad_json_is_a_422_and_a_missing_api_key_a_401(recording_sandbox: Sandbo
     url = f"{recording_sandbox.scale_base_url}/v4/models/{MODEL}/completions"
     r = httpx.post(url, content=b"{not json", headers={"x-api-key": "k"})
     assert (r.status_code, r.json()["detail"][0]["type"]) == (422, "json_invalid")
+    lone = httpx.post(url, content=rb'{"prompt": "bad \ud800"}', headers={"x-api-key": "k"})
+    assert (lone.status_code, lone.json()["detail"][0]["type"]) == (422, "json_invalid")
+    assert "lone surrogate" in lone.json()["detail"][0]["ctx"]["error"]
+    paired = httpx.post(
+        url, content=rb'{"prompt": "ok \ud83d\ude00", "max_tokens": 2}', headers={"x-api-key": "k"}
+    )
+    assert paired.status_code == 200
     assert httpx.post(url, json={"prompt": "a"}).status_code == 401
 
 

@@ -80,12 +80,19 @@ def error(loc: Loc, type_: str, msg: str, value: Any = None, **ctx: Any) -> dict
 def parse_json(raw: bytes) -> Any:
     """The JSON document in ``raw``, or Invalid with a ``json_invalid`` error."""
     try:
-        return json.loads(raw)
+        document = json.loads(raw)
     except ValueError as exc:
         pos = getattr(exc, "pos", 0)
         raise Invalid(
             [error(("body", pos), "json_invalid", "JSON decode error", {}, error=str(exc))]
         ) from None
+    if b"\\u" in raw:  # JSON's escapes can spell a lone surrogate, which the services' parsers refuse
+        try:
+            json.dumps(document, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            found = f"lone surrogate {exc.object[exc.start]!r} in a string: not text UTF-8 can encode"
+            raise Invalid([error(("body",), "json_invalid", "JSON decode error", {}, error=found)]) from None
+    return document
 
 
 def request_body(operation: Operation, raw: bytes) -> dict[str, Any]:
