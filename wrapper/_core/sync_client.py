@@ -150,7 +150,7 @@ class SyncClient(ClientCore):
             try:
                 yield response
                 yield attempts.chunk(first)
-                yield from map(attempts.chunk, chunks)
+                yield from map(attempts.chunk, chunks) if attempts.hooks else chunks
             except DeadlinePassed as exc:
                 raise exc.error(response.request, attempts.retries + 1) from exc.__cause__
             except Exception as exc:
