@@ -31,12 +31,12 @@ from wrapper.errors import APIError
 from ._dispatch import OPTIONS, Call, Dispatch, Lane, State, routed
 from ._route import Route, named
 
-__all__ = ["AsyncRouter", "Router"]
+__all__ = ["AsyncRouter", "Router", "RouterBase"]
 
 
-class _Routes:
-    """What both routers hold: the lanes of their routes, the lock that picks among them, the hooks of
-    ``with_options``."""
+class RouterBase:
+    """What ``Router`` and ``AsyncRouter`` share (to annotate code that takes either): their routes,
+    ``with_options`` and the state behind them."""
 
     _CLIENT: ClassVar[type]
     _KIND: ClassVar[str]
@@ -106,7 +106,7 @@ class _Routes:
         return f"{type(self).__name__}([{routes}])"
 
 
-class Router(_Routes):
+class Router(RouterBase):
     """Many deployments as one client: ``Router([Route(Scale(...), "model", requests_per_minute=600), ...])``.
 
     ``complete``, ``stream`` and ``complete_many`` take a prompt and the keyword arguments the clients
@@ -215,7 +215,7 @@ def _closed(dispatch: Dispatch, call: Call, chunks: CompletionStream | None) -> 
         chunks.close()
 
 
-class AsyncRouter(_Routes):
+class AsyncRouter(RouterBase):
     """The async ``Router``, over async clients: the same methods, awaited; ``stream`` and
     ``complete_many`` are async iterators; ``await router.close()`` (or ``async with``)."""
 
