@@ -234,8 +234,8 @@ def acomplete_with(
 
 
 def acomplete_jobs(
-    client: AsyncClient,
-    model: str,
+    client: AsyncClient | _Routed,
+    model: str | None,
     jobs: Iterator[Job] | AsyncGenerator[Job, None],
     *,
     concurrency: int,
@@ -247,15 +247,28 @@ def acomplete_jobs(
 ) -> AsyncBatchIterator:
     """``acomplete_many`` over explicit jobs, each with its own index and parameters (the command line's
     batch, Ray's blocks). ``limiter`` paces the batch instead of the limits (one shared by many
-    processes, say: ``wrapper.ray``'s leases).
+    processes, say: ``wrapper.ray``'s leases). With ``model`` None, ``client`` is an async router
+    (``wrapper.router``), whose routes pace themselves: no limit nor limiter is taken then.
     """
     _check_arguments(jobs, concurrency)
-    if limiter is None:
-        limiter = Pacer(requests_per_minute, tokens_per_minute)
-    elif requests_per_minute is not None or tokens_per_minute is not None:
-        raise ValueError("pass requests_per_minute/tokens_per_minute or a limiter, not both")
-    batch = _Batch(functools.partial(getattr(client, "complete"), model), functools.partial(_APaced, limiter))  # noqa: B009
+    complete = getattr(client, "complete")  # noqa: B009  (a client's takes the model first)
+    if model is None:
+        if limiter is not None or requests_per_minute is not None or tokens_per_minute is not None:
+            raise ValueError("a router paces each route to its own limits: pass no limit nor limiter")
+        batch = _Batch(complete, _Counted)
+    else:
+        if limiter is None:
+            limiter = Pacer(requests_per_minute, tokens_per_minute)
+        elif requests_per_minute is not None or tokens_per_minute is not None:
+            raise ValueError("pass requests_per_minute/tokens_per_minute or a limiter, not both")
+        batch = _Batch(functools.partial(complete, model), functools.partial(_APaced, limiter))
     return AsyncBatchIterator(_arun(batch, jobs, concurrency, ordered, return_exceptions), batch.tally)
+
+
+class _Routed(Protocol):
+    """What a batch needs of a router: ``complete(prompt, **params)`` (its routes pace themselves)."""
+
+    def complete(self, prompt: str, **params: Any) -> Awaitable[Completion]: ...
 
 
 def _split(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
