@@ -156,7 +156,8 @@ class Dispatch:
         params = {name: value for name, value in kwargs.items() if name not in OPTIONS}
         given = {name: value for name, value in kwargs.items() if name in OPTIONS}
         self.keywords = [lane.route.keywords(params) for lane in lanes]  # TypeError before anything is sent
-        options = lanes[0].client.with_options(**given).options if given else lanes[0].client.options
+        checked = {name: value for name, value in given.items() if name != "hooks"}  # the clients check hooks
+        options = lanes[0].client.with_options(**checked).options if checked else lanes[0].client.options
         self.lanes = lanes
         self.lock = lock
         self.prompt = prompt
