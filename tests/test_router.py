@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any, ClassVar
 
 import pytest
-from helpers import GRADIENT_BODY, LocalServer, json_reply, retry_waits
+from helpers import GRADIENT_BODY, LocalServer, drain, json_reply, retry_waits
 from test_telemetry import Telemetry
 from test_telemetry import telemetry as telemetry
 
@@ -49,15 +49,16 @@ def sandboxes() -> Iterator[tuple[Sandbox, Sandbox]]:
 
 @pytest.fixture
 def east(sandboxes: tuple[Sandbox, Sandbox]) -> Iterator[Sandbox]:
-    sandbox = sandboxes[0]
-    sandbox.reset()
-    yield sandbox
-    sandbox.clear_faults()
+    yield from _fresh(sandboxes[0])
 
 
 @pytest.fixture
 def west(sandboxes: tuple[Sandbox, Sandbox]) -> Iterator[Sandbox]:
-    sandbox = sandboxes[1]
+    yield from _fresh(sandboxes[1])
+
+
+def _fresh(sandbox: Sandbox) -> Iterator[Sandbox]:
+    """The module's sandbox with no fault, stats or limit left from another test."""
     sandbox.reset()
     yield sandbox
     sandbox.clear_faults()
@@ -360,18 +361,10 @@ async def test_a_stream_that_broke_after_its_first_chunk_is_not_sent_elsewhere(
     routed = router(mode, route(east, mode, "east"), route(west, mode, "west"))
     received: list[str] = []
     with pytest.raises(APIConnectionError):
-        await _drain(routed.stream("Alice was beginning", max_tokens=16), received)
+        await drain(routed.stream("Alice was beginning", max_tokens=16), received)
     await closed(routed)
     assert len(received) == 2
     assert west.stats().requests == 0
-
-
-async def _drain(stream: Any, received: list[str]) -> None:
-    if hasattr(stream, "__aiter__"):
-        async for chunk in stream:
-            received.append(chunk.text)
-    else:
-        received.extend(chunk.text for chunk in stream)
 
 
 # Batches: both APIs in one, stats per route
