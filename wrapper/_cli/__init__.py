@@ -47,10 +47,11 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m wrapper") 
         if args.provider == ROUTES:
             client = _router(args)
             check = _routes_checker(client)
-        else:
+            check(params)
+        else:  # the parameters first: their error says more than a missing credential's
             check = _param_checker(args.provider)
+            check(params)
             client = _client(args, asynchronous=args.command == "batch")
-        check(params)
     except ValueError as exc:  # a parameter the client refuses, a missing credential, a bad routes file
         usage.error(_missing_credential(args, exc) or str(exc))
     try:

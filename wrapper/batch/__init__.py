@@ -14,6 +14,7 @@ from ._pacing import Limiter, Pacer, checked_limit, estimate_tokens
 from ._run import (
     FORGIVEN_429S,
     AsyncBatchIterator,
+    AsyncCompleter,
     BatchIterator,
     BatchResult,
     BatchStats,
@@ -28,6 +29,7 @@ from ._run import (
 __all__ = [
     "FORGIVEN_429S",
     "AsyncBatchIterator",
+    "AsyncCompleter",
     "BatchIterator",
     "BatchResult",
     "BatchStats",

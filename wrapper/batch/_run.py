@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AsyncBatchIterator",
+    "AsyncCompleter",
     "BatchIterator",
     "BatchResult",
     "BatchStats",
@@ -234,7 +235,7 @@ def acomplete_with(
 
 
 def acomplete_jobs(
-    client: AsyncClient | _Routed,
+    client: AsyncClient | AsyncCompleter,
     model: str | None,
     jobs: Iterator[Job] | AsyncGenerator[Job, None],
     *,
@@ -265,8 +266,9 @@ def acomplete_jobs(
     return AsyncBatchIterator(_arun(batch, jobs, concurrency, ordered, return_exceptions), batch.tally)
 
 
-class _Routed(Protocol):
-    """What a batch needs of a router: ``complete(prompt, **params)`` (its routes pace themselves)."""
+class AsyncCompleter(Protocol):
+    """What ``acomplete_jobs`` takes with no model: an async router (``wrapper.router``), whose
+    ``complete(prompt, **params)`` paces its routes itself."""
 
     def complete(self, prompt: str, **params: Any) -> Awaitable[Completion]: ...
 
