@@ -130,7 +130,8 @@ class Router(RouterBase):
             if isinstance(call, float):
                 time.sleep(call)
                 continue
-            time.sleep(call.wait)
+            if call.wait:
+                time.sleep(call.wait)
             try:
                 result = call.lane.client.complete(call.lane.route.model, prompt, **call.kwargs)
             except APIError as error:
@@ -152,7 +153,8 @@ class Router(RouterBase):
             if isinstance(call, float):
                 time.sleep(call)
                 continue
-            time.sleep(call.wait)
+            if call.wait:
+                time.sleep(call.wait)
             chunks: CompletionStream | None = None
             try:
                 chunks = call.lane.client.stream(call.lane.route.model, prompt, **call.kwargs)
@@ -231,7 +233,8 @@ class AsyncRouter(RouterBase):
             if isinstance(call, float):
                 await asyncio.sleep(call)
                 continue
-            await asyncio.sleep(call.wait)
+            if call.wait:
+                await asyncio.sleep(call.wait)
             try:
                 result = await call.lane.client.complete(call.lane.route.model, prompt, **call.kwargs)
             except APIError as error:
@@ -252,7 +255,8 @@ class AsyncRouter(RouterBase):
             if isinstance(call, float):
                 await asyncio.sleep(call)
                 continue
-            await asyncio.sleep(call.wait)
+            if call.wait:
+                await asyncio.sleep(call.wait)
             chunks: AsyncCompletionStream | None = None
             try:
                 chunks = call.lane.client.stream(call.lane.route.model, prompt, **call.kwargs)
