@@ -331,6 +331,19 @@ async def test_every_route_down_says_what_each_answered(mode: str, east: Sandbox
     assert east.stats().requests == 2  # max_retries=1: every route tried twice
 
 
+async def test_a_request_waits_for_a_cooling_route_rather_than_fail(
+    mode: str, east: Sandbox, testing: None
+) -> None:
+    east.inject(status=503, count=3)
+    routed = router(mode, route(east, mode, "only"))
+    with pytest.raises(AllRoutesFailedError):
+        await complete(routed, "Alice", max_tokens=2)  # three failures in a row: it cools down
+    result = await complete(routed, "Alice", max_tokens=2)  # tried once its cooldown is over
+    await closed(routed)
+    assert result.route == "only"
+    assert east.stats().requests == 4
+
+
 async def test_a_deadline_bounds_the_whole_call_over_the_routes(
     mode: str, east: Sandbox, west: Sandbox
 ) -> None:

@@ -215,8 +215,10 @@ class Dispatch:
 
     def _book(self, i: int, cooling: float) -> Call:
         left = self.left()
-        if cooling >= left and self.last is not None:
-            raise self._ran_out(self.last)
+        if cooling >= left:  # no time to wait for its cooldown
+            if self.last is not None:
+                raise self._ran_out(self.last)
+            cooling = 0.0  # the only route left, and nothing tried yet: try it now
         lane = self.lanes[i]
         self.tried.add(i)
         self.made += 1
