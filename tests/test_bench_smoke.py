@@ -31,6 +31,8 @@ EXPECTED = {
     "rate limit adaptive, 429s": ("requests", 0.1),
     "rate limit adaptive short batch, wall": ("ideal: prompts / limit", 1.25),
     "rate limit adaptive short batch, 429s": ("requests", 0.05),
+    "router, rate": ("sum of the routes' limits", 0.1),
+    "router, 429s": ("requests", 0.01),
 }
 
 

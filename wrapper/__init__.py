@@ -3,8 +3,9 @@
 The result classes, the request options, the hooks (``CallHooks``: what extras and your own code add
 to each call), the clients' base classes (``SyncClient``, ``AsyncClient``: to annotate code that takes
 either API's client) and the default HTTP clients (``DefaultHttpxClient``, ``DefaultAsyncHttpxClient``)
-are importable from here; they load on first use, so that importing a client module stays as cheap
-as importing httpx.
+are importable from here, and so are the router's ``Router``, ``AsyncRouter`` and ``Route``
+(``wrapper.router``); they load on first use, so that importing a client module stays as cheap as
+importing httpx.
 """
 
 from __future__ import annotations
@@ -30,11 +31,14 @@ if TYPE_CHECKING:
     from wrapper._core.transports.base import ClientClosedError
     from wrapper._core.transports.default_clients import DefaultAsyncHttpxClient, DefaultHttpxClient
     from wrapper.batch._run import AsyncBatchIterator, BatchIterator, BatchResult, BatchStats
+    from wrapper.router._route import Route
+    from wrapper.router._router import AsyncRouter, Router
 
 __all__ = [
     "AsyncBatchIterator",
     "AsyncClient",
     "AsyncCompletionStream",
+    "AsyncRouter",
     "AsyncWithRawResponse",
     "AsyncWithStreamingResponse",
     "BatchIterator",
@@ -52,6 +56,8 @@ __all__ = [
     "RawResponse",
     "RequestOptions",
     "RetryPolicy",
+    "Route",
+    "Router",
     "StreamingResponse",
     "SyncClient",
     "TokenLogprob",
@@ -86,6 +92,9 @@ _LAZY = {
     "AsyncWithRawResponse": "wrapper._core.raw",
     "WithStreamingResponse": "wrapper._core.raw",
     "AsyncWithStreamingResponse": "wrapper._core.raw",
+    "Route": "wrapper.router._route",
+    "Router": "wrapper.router._router",
+    "AsyncRouter": "wrapper.router._router",
 }
 
 

@@ -39,6 +39,8 @@ class Sizes:
     stream_chunks: int
     stream_concurrency: int  # ... from this many tasks, the server holding each answer stream_delay s
     stream_delay: float
+    router_rpm: tuple[int, ...]  # router row: each route's limit, kept by a sandbox of its own
+    router_prompts: int
 
 
 FULL = Sizes(
@@ -66,6 +68,8 @@ FULL = Sizes(
     stream_chunks=50,
     stream_concurrency=200,
     stream_delay=0.2,
+    router_rpm=(600, 900, 1500),
+    router_prompts=1200,
 )
 QUICK = Sizes(
     requests=20,
@@ -92,6 +96,8 @@ QUICK = Sizes(
     stream_chunks=5,
     stream_concurrency=10,
     stream_delay=0.05,
+    router_rpm=(3000, 3000, 6000),
+    router_prompts=100,
 )
 
 

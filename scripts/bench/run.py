@@ -24,6 +24,7 @@ from row_batch import batch_rows
 from row_flight import flight_rows
 from row_import import import_rows
 from row_limits import limit_rows
+from row_router import router_rows
 from row_stream import stream_rows
 from row_streams import stream_load_rows
 from row_sync import sync_rows
@@ -102,6 +103,7 @@ def _groups(server: Server, sizes: Sizes, cpus: set[int] | None) -> dict[str, Ca
         "batch": lambda: batch_rows(server.url, sizes),
         "flight": lambda: _flight(sizes, cpus),
         "limits": lambda: limit_rows(sizes),
+        "router": lambda: router_rows(sizes),
         "ray": lambda: _ray(server.url, sizes),
     }
 
@@ -119,7 +121,18 @@ def main() -> None:
     parser.add_argument(
         "--only",
         action="append",
-        choices=["sync", "async", "stream", "streams", "import", "batch", "flight", "limits", "ray"],
+        choices=[
+            "sync",
+            "async",
+            "stream",
+            "streams",
+            "import",
+            "batch",
+            "flight",
+            "limits",
+            "router",
+            "ray",
+        ],
         help="run these rows only (repeatable)",
     )
     args = parser.parse_args()

@@ -20,7 +20,8 @@ from typing import Any
 from wrapper import apis as _api
 from wrapper._cli._batch_command import describe, result_fields, run_batch
 from wrapper._cli._inputs import STDIO, InputLineError
-from wrapper._cli._parser import build_parser, credentials, flag_params
+from wrapper._cli._parser import ROUTES, build_parser, credentials, flag_params
+from wrapper._cli._routes import load_routes
 
 __all__ = ["main"]
 
@@ -41,12 +42,17 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m wrapper") 
             f"-o/--output {args.output} is the input file {_shown(args.input)} (the same file): "
             "the results must go to another file"
         )
-    check = _param_checker(args.provider)
     params = flag_params(args)
     try:
-        check(params)
-        client = _client(args, asynchronous=args.command == "batch")
-    except ValueError as exc:  # a parameter the client refuses, a missing credential
+        if args.provider == ROUTES:
+            client = _router(args)
+            check = _routes_checker(client)
+            check(params)
+        else:  # the parameters first: their error says more than a missing credential's
+            check = _param_checker(args.provider)
+            check(params)
+            client = _client(args, asynchronous=args.command == "batch")
+    except ValueError as exc:  # a parameter the client refuses, a missing credential, a bad routes file
         usage.error(_missing_credential(args, exc) or str(exc))
     try:
         if args.command == "complete":
@@ -71,7 +77,7 @@ async def _batch(
     async with client:
         return await run_batch(
             client,
-            args.model,
+            None if args.provider == ROUTES else args.model,
             args.input,
             args.output,
             concurrency=args.concurrency,
@@ -79,8 +85,8 @@ async def _batch(
             check=check,
             show_progress=args.progress,
             retry_failed=args.retry_failed,
-            requests_per_minute=args.rpm,
-            tokens_per_minute=args.tpm,
+            requests_per_minute=getattr(args, "rpm", None),  # a router's limits are its routes'
+            tokens_per_minute=getattr(args, "tpm", None),
             command=command,
         )
 
@@ -102,6 +108,8 @@ def _shown(input_path: str) -> str:
 
 def _missing_credential(args: argparse.Namespace, exc: ValueError) -> str | None:
     """The client's error for a missing credential, as the command line gives one; None for another error."""
+    if args.provider == ROUTES:  # a routes file's errors name the route
+        return None
     for flag, keyword, env in credentials(args.provider):
         if not getattr(args, keyword) and not os.environ.get(env) and env in str(exc):
             return f"{args.provider} needs a credential: pass {flag} or set the {env} environment variable"
@@ -110,11 +118,8 @@ def _missing_credential(args: argparse.Namespace, exc: ValueError) -> str | None
 
 def _command(prog: str, argv: list[str], args: argparse.Namespace) -> str:
     """This run's command line for the shell, each credential given as a flag shown as its variable."""
-    shown = {
-        value: f'"${env}"'
-        for _, keyword, env in credentials(args.provider)
-        if (value := getattr(args, keyword))
-    }
+    given = [] if args.provider == ROUTES else credentials(args.provider)  # a routes file's stay in it
+    shown = {value: f'"${env}"' for _, keyword, env in given if (value := getattr(args, keyword))}
     words = [prog]
     for word in argv:
         flag, equals, value = word.partition("=")
@@ -133,6 +138,31 @@ def _client(args: argparse.Namespace, *, asynchronous: bool) -> Any:
     options.update(base_url=args.base_url, timeout=args.timeout, max_retries=args.max_retries)
     options = {name: value for name, value in options.items() if value is not None}
     return _api.get(args.provider).clients()[1 if asynchronous else 0](**options)
+
+
+def _router(args: argparse.Namespace) -> Any:
+    """The async router over the routes of the file given, each client with the flags' timeout and retries."""
+    from wrapper.router import AsyncRouter
+
+    options = {"timeout": args.timeout, "max_retries": args.max_retries}
+    return AsyncRouter(load_routes(args.model, {k: v for k, v in options.items() if v is not None}))
+
+
+def _routes_checker(router: Any) -> Callable[..., None]:
+    """A check of parameters (and a prompt) against every route's API, as each route would send them."""
+
+    def check(params: dict[str, Any], prompt: str | None = None) -> None:
+        for route in router.routes:
+            try:
+                keywords = route.keywords(params)  # its error names the route
+            except TypeError as exc:
+                raise InputLineError(str(exc)) from None
+            try:
+                route.client.API.check(keywords, prompt)
+            except (TypeError, ValueError) as exc:
+                raise InputLineError(f"route {route.name!r}: {exc}") from None
+
+    return check
 
 
 def _param_checker(provider: str) -> Callable[..., None]:

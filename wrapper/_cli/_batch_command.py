@@ -21,8 +21,9 @@ from wrapper._cli._results import ResultFile, StandardOutput
 from wrapper.batch import Job, acomplete_jobs
 
 if TYPE_CHECKING:
-    from wrapper import AsyncClient as Completer
-    from wrapper import BatchStats, Completion
+    from wrapper import AsyncClient, AsyncRouter, BatchStats, Completion
+
+    Completer = AsyncClient | AsyncRouter
 
 __all__ = ["REFUSALS_TO_STOP", "describe", "error_fields", "result_fields", "run_batch"]
 
@@ -34,13 +35,15 @@ _REFUSED = (401, 403, 404)
 
 
 def result_fields(completion: Completion) -> dict[str, Any]:
-    """A completion as the fields of an output line."""
+    """A completion as the fields of an output line (``route``: the route that served it, in a batch over
+    routes)."""
     return {
         "text": completion.text,
         "finish_reason": completion.finish_reason,
         "prompt_tokens": completion.prompt_tokens,
         "response_tokens": completion.response_tokens,
         "request_id": _request_id(completion),
+        **({} if completion.route is None else {"route": completion.route}),
     }
 
 
@@ -77,7 +80,7 @@ def describe(exc: BaseException) -> str:
 
 async def run_batch(
     client: Completer,
-    model: str,
+    model: str | None,
     input_path: str,
     output_path: str,
     *,
@@ -92,6 +95,8 @@ async def run_batch(
     command: str | None = None,
 ) -> int:
     """Complete every input not yet in the output, appending a result line each; 1 if any failed, else 0.
+
+    ``client`` is a client called with ``model``, or with ``model`` None an async router.
 
     ``-`` is standard input as ``input_path``, standard output as ``output_path`` (which then keeps
     nothing to resume from). ``retry_failed`` first removes the output's error results, so that their

@@ -13,8 +13,12 @@ from typing import Any
 
 from wrapper import apis as _api
 from wrapper._cli._batch_command import REFUSALS_TO_STOP
+from wrapper._cli._routes import ROUTES_HELP
 
-__all__ = ["build_parser", "credentials", "flag_params"]
+__all__ = ["ROUTES", "build_parser", "credentials", "flag_params"]
+
+ROUTES = "routes"
+"""``batch``'s provider word for a batch over the routes of a file."""
 
 
 def build_parser(prog: str = "python -m wrapper") -> argparse.ArgumentParser:
@@ -46,6 +50,8 @@ def build_parser(prog: str = "python -m wrapper") -> argparse.ArgumentParser:
             add_own(sub)
             _client_args(sub, api)
             _param_args(sub, api)
+        if name == "batch":
+            _routes_parser(providers)
         usages.append(_unlabelled(overview.format_usage()))
     sandbox = commands.add_parser(
         "sandbox", help="serve both APIs locally (python -m wrapper.sandbox)", add_help=False
@@ -65,8 +71,43 @@ _BATCH = (
     "Complete every prompt of INPUT.jsonl into OUTPUT.jsonl; run the same command again to resume. "
     f"If the first {REFUSALS_TO_STOP} answers are all refusals (401, 403 or 404: a wrong credential or "
     "model), the batch stops without writing them, so that the same command sends them again once "
-    "the cause is fixed."
+    "the cause is fixed. 'batch routes ROUTES.json INPUT.jsonl -o OUTPUT.jsonl' spreads the prompts "
+    "over the routes of a file instead, each paced to its own limits (batch routes --help)."
 )
+
+
+def _routes_parser(providers: Any) -> None:
+    """``batch routes ROUTES.json ...``: a batch over the routes of a file (``wrapper.router``)."""
+    sub = providers.add_parser(
+        ROUTES,
+        help="spread the prompts over the routes of a file",
+        description="Complete every prompt of INPUT.jsonl into OUTPUT.jsonl over the routes of ROUTES.json, "
+        "each paced to its own limits, a failing one's prompts sent to the others; run it again to resume. "
+        "Each result line names its route.",
+    )
+    sub.set_defaults(command_parser=sub)
+    sub.add_argument("model", metavar="ROUTES.json", help=ROUTES_HELP)
+    _batch_args(sub, limits=False)
+    group = sub.add_argument_group("connection (of every route's client)")
+    group.add_argument("--timeout", type=float, metavar="SECONDS", help="per request")
+    group.add_argument(
+        "--max-retries", type=_natural, metavar="N", help="passes over the routes after the first (2)"
+    )
+    params = sub.add_argument_group("generation parameters (defaults for every line)")
+    params.add_argument(
+        "--max-tokens", type=_integer, metavar="N", help="tokens to generate at most, on every API"
+    )
+    params.add_argument("--temperature", type=float, metavar="T")
+    params.add_argument("--top-k", type=_integer, metavar="K")
+    params.add_argument("--top-p", type=float, metavar="P")
+    params.add_argument(
+        "--param",
+        action="append",
+        type=_key_value,
+        default=[],
+        metavar="NAME=VALUE",
+        help="any other parameter every route's API takes; VALUE is JSON, or else a string (repeatable)",
+    )
 
 
 def _overview(
@@ -123,7 +164,7 @@ def _complete_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as a JSON line, as batch does")
 
 
-def _batch_args(parser: argparse.ArgumentParser) -> None:
+def _batch_args(parser: argparse.ArgumentParser, *, limits: bool = True) -> None:
     parser.add_argument(
         "input",
         metavar="INPUT.jsonl",
@@ -143,15 +184,19 @@ def _batch_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--concurrency", type=_positive, default=16, metavar="N", help="requests in flight at most (16)"
     )
-    parser.add_argument(
-        "--rpm", type=_per_minute, metavar="N", help="requests per minute at most, paced evenly (no limit)"
-    )
-    parser.add_argument(
-        "--tpm",
-        type=_per_minute,
-        metavar="N",
-        help="tokens per minute at most (prompt and response; estimated before sending, then corrected)",
-    )
+    if limits:  # a router's are each route's own
+        parser.add_argument(
+            "--rpm",
+            type=_per_minute,
+            metavar="N",
+            help="requests per minute at most, paced evenly (no limit)",
+        )
+        parser.add_argument(
+            "--tpm",
+            type=_per_minute,
+            metavar="N",
+            help="tokens per minute at most (prompt and response; estimated before sending, then corrected)",
+        )
     parser.add_argument(
         "--retry-failed",
         action="store_true",
@@ -209,15 +254,16 @@ def credentials(provider: str) -> list[tuple[str, str, str]]:
 
 
 def flag_params(args: argparse.Namespace) -> dict[str, Any]:
-    """The generation parameters given as flags, named as the provider's client names them."""
-    api = _api.get(args.provider)
+    """The generation parameters given as flags, named as the provider's client names them (a router's:
+    ``max_tokens``, which it sends under each route's API's name)."""
+    api = None if args.provider == ROUTES else _api.get(args.provider)
     params: dict[str, Any] = {
-        api.max_tokens: args.max_tokens,
+        "max_tokens" if api is None else api.max_tokens: args.max_tokens,
         "temperature": args.temperature,
         "top_k": args.top_k,
         "top_p": args.top_p,
     }
-    for keyword in (api.stop, api.choices):
+    for keyword in () if api is None else (api.stop, api.choices):
         if keyword is not None:
             params[keyword] = getattr(args, keyword)
     params = {name: value for name, value in params.items() if value is not None}

@@ -25,14 +25,15 @@ __all__ = ["CallHooks", "CallInfo", "HookFactory"]
 @dataclasses.dataclass(frozen=True, slots=True)
 class CallInfo:
     """One call as its hooks see it: the client (``client.API`` is its API's descriptor), the model, the
-    prompt, the request's parameters (the keyword arguments but the request options) and whether it
-    streams."""
+    prompt, the request's parameters (the keyword arguments but the request options), whether it
+    streams, and the route that sent it (``wrapper.router``; None for a call made on the client)."""
 
     client: Any
     model: str
     prompt: str
     params: Mapping[str, Any]
     stream: bool
+    route: str | None = None
 
 
 class CallHooks:

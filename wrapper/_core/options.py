@@ -19,6 +19,8 @@ from typing import Any, TypedDict, cast
 
 import httpx
 
+from wrapper._generated.exceptions import APIConnectionError, APIStatusError
+
 from .hooks import HookFactory
 from .transports.network import checked_headers
 
@@ -95,6 +97,18 @@ class RetryPolicy:
             f"max_backoff={self.max_backoff!r}, jitter={self.jitter!r}, "
             f"max_retry_after={self.max_retry_after!r}, connection_errors={self.connection_errors!r})"
         )
+
+    def retries(self, error: BaseException) -> bool:
+        """Whether ``error`` is worth another attempt: the server's ``x-should-retry`` first, then the
+        statuses, and connection errors and timeouts as ``connection_errors`` says."""
+        if isinstance(error, APIConnectionError):
+            return self.connection_errors
+        if isinstance(error, APIStatusError):
+            should: str = error.response.headers.get("x-should-retry", "").strip().lower()
+            if should in ("true", "false"):
+                return should == "true"
+            return error.status_code in self.statuses
+        return False
 
     def backoff(self, retries: int, retry_after: float | None) -> float:
         """Seconds before retry ``retries + 1``: the server's ``retry_after`` if given, else the backoff."""

@@ -65,6 +65,7 @@ class _Result:
     Scale reports logprobs only when asked with ``logprobs=True``). ``raw`` is the generated model
     parsed from the response (or stream event), built the first time it is read. ``headers`` and
     ``request_id`` describe the HTTP response the result came in (a stream's chunks share theirs).
+    ``route`` names the route that served it when a router (``wrapper.router``) sent the call, else None.
     """
 
     text: str
@@ -76,6 +77,7 @@ class _Result:
         eq=False, repr=False, alias="raw"
     )
     _headers: ResponseHeaders = attrs.field(default=NO_HEADERS, eq=False, repr=False, alias="headers")
+    route: str | None = attrs.field(default=None, eq=False, repr=False, kw_only=True)
 
     @property
     def headers(self) -> Mapping[str, str]:
@@ -101,10 +103,11 @@ class _Result:
 
         Keys: ``text``, ``finish_reason``, ``prompt_tokens``, ``response_tokens``, ``logprobs`` (None,
         or a list of ``{"token", "logprob", "top_logprobs": [{"token", "logprob"}, ...]}``),
-        ``request_id``, ``raw`` (the generated model's own ``to_dict()``: the body as the API sent it)
-        and ``raw_type`` (the generated class ``raw`` is rebuilt with, as ``generated.<api>.models.<Class>``
-        whichever version wrote it). Headers are left out: they describe one HTTP exchange (dates,
-        cookies, rate-limit counters), not the result.
+        ``request_id``, ``route`` (the router's route that served it, or None), ``raw`` (the generated
+        model's own ``to_dict()``: the body as the API sent it) and ``raw_type`` (the generated class
+        ``raw`` is rebuilt with, as ``generated.<api>.models.<Class>`` whichever version wrote it).
+        Headers are left out: they describe one HTTP exchange (dates, cookies, rate-limit counters), not
+        the result.
         """
         raw = self.raw
         return {
@@ -114,6 +117,7 @@ class _Result:
             "response_tokens": self.response_tokens,
             "logprobs": None if self.logprobs is None else [_logprob_dict(lp) for lp in self.logprobs],
             "request_id": self.request_id,
+            "route": self.route,
             "raw": raw.to_dict(),
             "raw_type": _raw_type(type(raw)),
         }
@@ -130,7 +134,7 @@ class _Result:
         field that is missing or of the wrong type.
 
         ``raw`` is rebuilt now by its generated class; ``headers`` hold only the ``x-request-id`` the
-        dict kept.
+        dict kept. ``route`` may be missing (a dict written before results had it).
         """
         where = f"{cls.__name__}.from_dict"
         if not isinstance(data, Mapping):
@@ -140,6 +144,7 @@ class _Result:
         prompt_tokens = _field(data, "prompt_tokens", int, where)
         response_tokens = _field(data, "response_tokens", int, where)
         request_id = _field(data, "request_id", str, where)
+        route = _field(data, "route", str, where) if "route" in data else None
         raw = _field(data, "raw", Mapping, where, optional=False)
         logprobs = _field(data, "logprobs", list, where)
         headers = (
@@ -153,6 +158,7 @@ class _Result:
             None if logprobs is None else tuple(_logprob(item, where) for item in logprobs),
             raw=_raw_model(_field(data, "raw_type", str, where, optional=False), raw, where),
             headers=headers,
+            route=route,
         )
 
 
@@ -253,4 +259,5 @@ def whole(completion: Completion) -> CompletionChunk:
         completion.logprobs,
         raw=completion._raw,
         headers=completion._headers,
+        route=completion.route,
     )

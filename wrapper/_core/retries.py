@@ -50,15 +50,8 @@ DEFAULT_POLICY = RetryPolicy()
 
 
 def is_retryable(exc: BaseException, policy: RetryPolicy = DEFAULT_POLICY) -> bool:
-    """True for errors worth another attempt under ``policy`` (the server's ``x-should-retry`` first)."""
-    if isinstance(exc, APIConnectionError):
-        return policy.connection_errors
-    if isinstance(exc, APIStatusError):
-        should: str = exc.response.headers.get("x-should-retry", "").strip().lower()
-        if should in ("true", "false"):
-            return should == "true"
-        return exc.status_code in policy.statuses
-    return False
+    """True for errors worth another attempt under ``policy`` (``RetryPolicy.retries``)."""
+    return policy.retries(exc)
 
 
 def retry_or_raise(

@@ -33,6 +33,7 @@ def _joined(texts: list[str], last: CompletionChunk | None) -> Completion:
         None,
         raw=last._raw,
         headers=last._headers,
+        route=last.route,
     )
 
 

@@ -5,23 +5,31 @@
 your own in place of the limits (the command line's batch and ``wrapper.ray`` run on it). ``Pacer`` is
 the limiter a batch uses by default: requests and tokens per minute paced evenly, slowing down on
 429s, and opening slowly when no limit is given. Each prompt is one ``complete`` call of the client,
-paced and counted through the clients' hooks (``wrapper.CallHooks``).
+paced and counted through the clients' hooks (``wrapper.CallHooks``). ``complete_with`` and
+``acomplete_with`` run a batch over any ``complete(prompt, **kwargs)`` that paces itself: a router's
+(``wrapper.router``), whose ``complete_many`` they are.
 """
 
-from ._pacing import Limiter, Pacer, checked_limit
+from ._pacing import Limiter, Pacer, checked_limit, estimate_tokens
 from ._run import (
+    FORGIVEN_429S,
     AsyncBatchIterator,
+    AsyncCompleter,
     BatchIterator,
     BatchResult,
     BatchStats,
     Job,
     acomplete_jobs,
     acomplete_many,
+    acomplete_with,
     complete_many,
+    complete_with,
 )
 
 __all__ = [
+    "FORGIVEN_429S",
     "AsyncBatchIterator",
+    "AsyncCompleter",
     "BatchIterator",
     "BatchResult",
     "BatchStats",
@@ -30,6 +38,9 @@ __all__ = [
     "Pacer",
     "acomplete_jobs",
     "acomplete_many",
+    "acomplete_with",
     "checked_limit",
     "complete_many",
+    "complete_with",
+    "estimate_tokens",
 ]

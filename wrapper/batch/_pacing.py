@@ -237,10 +237,21 @@ class Pacer:
         self._plan += 1
         self._requests.due = max(max(now, self._paused_until) + BURST, self._firm)
 
+    def _next(self, cost: float, now: float) -> float:
+        """When the next slot for a request of ``cost`` tokens is (booking nothing)."""
+        self._requests.rate = self._rate(now)
+        return max(now, self._paused_until, self._requests.ready_at(1), self._tokens.ready_at(cost))
+
+    def delay(self, cost: float) -> float:
+        """The seconds a request of ``cost`` estimated tokens would wait for its turn now, booking nothing
+        (a router compares its routes by it)."""
+        with self._lock:
+            now = self._clock()
+            return self._next(cost, now) - now
+
     def _book(self, cost: float, now: float, horizon: float) -> float:
         """The seconds until the next slot, booked unless that is over ``horizon``."""
-        self._requests.rate = self._rate(now)
-        at = max(now, self._paused_until, self._requests.ready_at(1), self._tokens.ready_at(cost))
+        at = self._next(cost, now)
         if self._opening.on and at > now:
             self._opening.waited()
         if at - now <= horizon:

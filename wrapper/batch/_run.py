@@ -19,6 +19,7 @@ from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
     AsyncIterator,
+    Awaitable,
     Callable,
     Generator,
     Iterable,
@@ -43,13 +44,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AsyncBatchIterator",
+    "AsyncCompleter",
     "BatchIterator",
     "BatchResult",
     "BatchStats",
     "Job",
     "acomplete_jobs",
     "acomplete_many",
+    "acomplete_with",
     "complete_many",
+    "complete_with",
 ]
 
 Job = tuple[int, str, Mapping[str, Any]]
@@ -152,10 +156,33 @@ def complete_many(
     _check_arguments(prompts, concurrency)
     pacer = Pacer(requests_per_minute, tokens_per_minute)
     params, options = _split(kwargs)
-    jobs = ((index, prompt, params) for index, prompt in enumerate(prompts))
-    batch, stop = _Batch(model), threading.Event()
-    batch.client = _hooked(client, options, functools.partial(_Paced, batch, pacer, stop))
-    return BatchIterator(_run(batch, stop, jobs, concurrency, ordered, return_exceptions), batch.tally)
+    client = client.with_options(**options) if options else client
+    batch = _Batch(functools.partial(getattr(client, "complete"), model), functools.partial(_Paced, pacer))  # noqa: B009
+    return BatchIterator(
+        _run(batch, _numbered(prompts, params), concurrency, ordered, return_exceptions), batch.tally
+    )
+
+
+def complete_with(
+    complete: Callable[..., Completion],
+    prompts: Iterable[str],
+    *,
+    concurrency: int = 16,
+    ordered: bool = False,
+    return_exceptions: bool = False,
+    **kwargs: Any,
+) -> BatchIterator:
+    """``complete(prompt, **kwargs)`` for every prompt, as ``complete_many`` runs them, with no pacing of
+    the batch's own: a router's ``complete`` (``wrapper.router``), whose routes pace themselves.
+
+    ``complete`` passes its ``hooks`` option on to the clients' calls it makes: the batch counts their
+    attempts (and each route's, in ``BatchStats.routes``).
+    """
+    _check_arguments(prompts, concurrency)
+    batch = _Batch(complete, _Counted)
+    return BatchIterator(
+        _run(batch, _numbered(prompts, kwargs), concurrency, ordered, return_exceptions), batch.tally
+    )
 
 
 def acomplete_many(
@@ -177,14 +204,10 @@ def acomplete_many(
     """
     _check_arguments(prompts, concurrency)
     params, options = _split(kwargs)
-    if isinstance(prompts, AsyncIterable):
-        jobs: Iterator[Job] | AsyncGenerator[Job, None] = _anumbered(prompts, params)
-    else:
-        jobs = ((index, prompt, params) for index, prompt in enumerate(prompts))
     return acomplete_jobs(
         client.with_options(**options) if options else client,
         model,
-        jobs,
+        _jobs(prompts, params),
         concurrency=concurrency,
         ordered=ordered,
         return_exceptions=return_exceptions,
@@ -193,9 +216,27 @@ def acomplete_many(
     )
 
 
+def acomplete_with(
+    complete: Callable[..., Awaitable[Completion]],
+    prompts: Iterable[str] | AsyncIterable[str],
+    *,
+    concurrency: int = 16,
+    ordered: bool = False,
+    return_exceptions: bool = False,
+    **kwargs: Any,
+) -> AsyncBatchIterator:
+    """The async ``complete_with``: ``await complete(prompt, **kwargs)`` for every prompt (an async
+    router's ``complete``), prompts from an iterable or an async iterable."""
+    _check_arguments(prompts, concurrency)
+    batch = _Batch(complete, _Counted)
+    return AsyncBatchIterator(
+        _arun(batch, _jobs(prompts, kwargs), concurrency, ordered, return_exceptions), batch.tally
+    )
+
+
 def acomplete_jobs(
-    client: AsyncClient,
-    model: str,
+    client: AsyncClient | AsyncCompleter,
+    model: str | None,
     jobs: Iterator[Job] | AsyncGenerator[Job, None],
     *,
     concurrency: int,
@@ -207,21 +248,29 @@ def acomplete_jobs(
 ) -> AsyncBatchIterator:
     """``acomplete_many`` over explicit jobs, each with its own index and parameters (the command line's
     batch, Ray's blocks). ``limiter`` paces the batch instead of the limits (one shared by many
-    processes, say: ``wrapper.ray``'s leases).
+    processes, say: ``wrapper.ray``'s leases). With ``model`` None, ``client`` is an async router
+    (``wrapper.router``), whose routes pace themselves: no limit nor limiter is taken then.
     """
     _check_arguments(jobs, concurrency)
-    if limiter is None:
-        limiter = Pacer(requests_per_minute, tokens_per_minute)
-    elif requests_per_minute is not None or tokens_per_minute is not None:
-        raise ValueError("pass requests_per_minute/tokens_per_minute or a limiter, not both")
-    batch = _Batch(model)
-    batch.client = _hooked(client, {}, functools.partial(_APaced, batch, limiter))
+    complete = getattr(client, "complete")  # noqa: B009  (a client's takes the model first)
+    if model is None:
+        if limiter is not None or requests_per_minute is not None or tokens_per_minute is not None:
+            raise ValueError("a router paces each route to its own limits: pass no limit nor limiter")
+        batch = _Batch(complete, _Counted)
+    else:
+        if limiter is None:
+            limiter = Pacer(requests_per_minute, tokens_per_minute)
+        elif requests_per_minute is not None or tokens_per_minute is not None:
+            raise ValueError("pass requests_per_minute/tokens_per_minute or a limiter, not both")
+        batch = _Batch(functools.partial(complete, model), functools.partial(_APaced, limiter))
     return AsyncBatchIterator(_arun(batch, jobs, concurrency, ordered, return_exceptions), batch.tally)
 
 
-def _hooked(client: Any, options: Mapping[str, Any], hooks: Callable[[CallInfo], CallHooks]) -> Any:
-    """``client`` with the batch's request options and its ``hooks`` added to each call's."""
-    return client.with_options(**{**options, "hooks": [*options.get("hooks", ()), hooks]})
+class AsyncCompleter(Protocol):
+    """What ``acomplete_jobs`` takes with no model: an async router (``wrapper.router``), whose
+    ``complete(prompt, **params)`` paces its routes itself."""
+
+    def complete(self, prompt: str, **params: Any) -> Awaitable[Completion]: ...
 
 
 def _split(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -237,6 +286,16 @@ def _check_arguments(prompts: object, concurrency: int) -> None:
         raise ValueError(f"concurrency must be a positive integer, got {concurrency!r}")
 
 
+def _numbered(prompts: Iterable[str], params: Mapping[str, Any]) -> Iterator[Job]:
+    return ((index, prompt, params) for index, prompt in enumerate(prompts))
+
+
+def _jobs(
+    prompts: Iterable[str] | AsyncIterable[str], params: Mapping[str, Any]
+) -> Iterator[Job] | AsyncGenerator[Job, None]:
+    return _anumbered(prompts, params) if isinstance(prompts, AsyncIterable) else _numbered(prompts, params)
+
+
 async def _anumbered(prompts: AsyncIterable[str], params: Mapping[str, Any]) -> AsyncGenerator[Job, None]:
     index = 0
     async for prompt in prompts:
@@ -250,42 +309,79 @@ def _checked(job: Job) -> Job:
     return job
 
 
-class _Batch:
-    """What a batch's prompts share: the client (with the batch's hooks), the model and the tally."""
+class _Prompt:
+    """One prompt's attempts so far, over every call made for it (a router makes one per route)."""
 
-    def __init__(self, model: str) -> None:
-        self.client: Any = None  # set once the hooks that need this batch are made
-        self.model = model
+    __slots__ = ("sent",)
+
+    def __init__(self) -> None:
+        self.sent = 0
+
+
+class _Batch:
+    """What a batch's prompts share: how one is completed, the hooks of its calls, the tally, and (for a
+    sync batch) the event that ends it."""
+
+    def __init__(
+        self, complete: Callable[..., Any], hooks: Callable[[_Batch, _Prompt, CallInfo], CallHooks]
+    ) -> None:
+        self.complete = complete
+        self.hooks = hooks
         self.tally = Tally()
+        self.stop = threading.Event()
         self.context = contextvars.copy_context()  # the caller's: its current span is each prompt's parent
+
+    def call(self, job: Job) -> tuple[str, dict[str, Any]]:
+        """A job's prompt and the keyword arguments of its ``complete``: its parameters, the batch's hooks."""
+        _, prompt, params = job
+        hooks = functools.partial(self.hooks, self, _Prompt())
+        return prompt, {**params, "hooks": [*params.get("hooks", ()), hooks]}
+
+    def counted(self, completion: Completion) -> Completion:
+        self.tally.completed(completion)
+        return completion
 
 
 class _Counted(CallHooks):
-    """A batch prompt's hooks: every attempt counted, 429s slowing the batch down, not retries.
+    """A batch call's hooks: every attempt counted (a route's in its own figures too), 429s forgiven.
 
     A 429 met the batch's own pace, which the limiter lowers for it (and pauses for its
-    Retry-After): it costs no retry, up to ``FORGIVEN_429S`` times per prompt.
+    Retry-After): it costs no retry, up to ``FORGIVEN_429S`` times per prompt. A sync batch's
+    attempt still waiting when the batch ends is not sent.
     """
 
-    def __init__(self, batch: _Batch, call: CallInfo) -> None:
+    def __init__(self, batch: _Batch, prompt: _Prompt, call: CallInfo) -> None:
         super().__init__(call)
-        self.tally = batch.tally
+        self.route = None if call.route is None else batch.tally.route(call.route)
+        self.tallies = (batch.tally,) if self.route is None else (batch.tally, self.route)
+        self.stop = batch.stop
+        self.prompt = prompt
         self.estimate = estimate_tokens(call.prompt, call.params, call.client.API.max_tokens)
         self.forgiven = 0
         self.sent_at = 0.0
 
-    def _sent(self) -> None:
+    def before(self) -> None:
+        if self.stop.is_set():  # a retry's wait ended after the batch did
+            raise _Stopped
         self.sent_at = time.monotonic()
-        self.tally.sent()
+        retry, self.prompt.sent = self.prompt.sent > 0, self.prompt.sent + 1
+        for tally in self.tallies:
+            tally.sent()
+            if retry:
+                tally.add("retries")
 
     def _answered(self) -> None:
-        self.tally.answered(time.monotonic() - self.sent_at)
+        for tally in self.tallies:
+            tally.answered(time.monotonic() - self.sent_at)
+
+    def succeeded(self, completion: Completion | None) -> None:
+        self._answered()
+        if self.route is not None and completion is not None:
+            self.route.completed(completion)
 
     def _used(self, completion: Completion | None) -> int:
-        """Count a success; the tokens it used (as reported, else the estimate)."""
-        assert completion is not None  # a batch never streams
-        self.tally.completed(completion)
-        if completion.prompt_tokens is None or completion.response_tokens is None:
+        """The tokens a success used (as reported, else the estimate)."""
+        if completion is None or completion.prompt_tokens is None or completion.response_tokens is None:
             return self.estimate
         return completion.prompt_tokens + completion.response_tokens
 
@@ -293,38 +389,33 @@ class _Counted(CallHooks):
         self._answered()
         if not isinstance(error, RateLimitError):
             return False
-        self.tally.add("rate_limited")
+        for tally in self.tallies:
+            tally.add("rate_limited")
         if self.forgiven >= FORGIVEN_429S:
             return False
         self.forgiven += 1
         return True
 
-    def retrying(self, error: APIError, retry: int, delay: float) -> None:
-        self.tally.add("retries")
-
     def finished(self, error: BaseException | None) -> None:
-        if isinstance(error, APIError):
-            self.tally.add("failed")
+        if self.route is not None and isinstance(error, APIError):
+            self.route.add("failed")
 
 
 class _Paced(_Counted):
-    """A sync batch prompt's hooks: each attempt waits for the ``Pacer``, and stops when the batch does."""
+    """A sync batch call's hooks: each attempt waits for the ``Pacer``, and stops when the batch does."""
 
-    def __init__(self, batch: _Batch, pacer: Pacer, stop: threading.Event, call: CallInfo) -> None:
-        super().__init__(batch, call)
+    def __init__(self, pacer: Pacer, batch: _Batch, prompt: _Prompt, call: CallInfo) -> None:
+        super().__init__(batch, prompt, call)
         self.pacer = pacer
-        self.stop = stop
 
     def before(self) -> None:
         for wait in self.pacer.turns(self.estimate):
             if self.stop.wait(wait):
                 raise _Stopped
-        if self.stop.is_set():  # a retry's wait ended after the batch did
-            raise _Stopped
-        self._sent()
+        super().before()
 
     def succeeded(self, completion: Completion | None) -> None:
-        self._answered()
+        super().succeeded(completion)
         self.pacer.correct(self.estimate, self._used(completion))
 
     def failed(self, error: APIError) -> bool:
@@ -334,18 +425,18 @@ class _Paced(_Counted):
 
 
 class _APaced(_Counted):
-    """An async batch prompt's hooks: each attempt waits for the ``Limiter`` (a ``Pacer``, or Ray's)."""
+    """An async batch call's hooks: each attempt waits for the ``Limiter`` (a ``Pacer``, or Ray's)."""
 
-    def __init__(self, batch: _Batch, limiter: Limiter, call: CallInfo) -> None:
-        super().__init__(batch, call)
+    def __init__(self, limiter: Limiter, batch: _Batch, prompt: _Prompt, call: CallInfo) -> None:
+        super().__init__(batch, prompt, call)
         self.limiter = limiter
 
     async def abefore(self) -> None:
         await self.limiter.acquire(self.estimate)
-        self._sent()
+        self.before()
 
     async def asucceeded(self, completion: Completion | None) -> None:
-        self._answered()
+        self.succeeded(completion)
         await self.limiter.settle(self.estimate, self._used(completion))
 
     async def afailed(self, error: APIError) -> bool:
@@ -417,10 +508,13 @@ class _Stopped(BaseException):
 
 
 def _complete(batch: _Batch, job: Job) -> Completion:
-    """One prompt in a worker thread: the client's ``complete``, paced by the batch's hooks."""
-    _, prompt, params = job
-    completion: Completion = batch.client.complete(batch.model, prompt, **params)
-    return completion
+    """One prompt in a worker thread: its ``complete``, paced and counted by the batch's hooks."""
+    prompt, kwargs = batch.call(job)
+    try:
+        return batch.counted(batch.complete(prompt, **kwargs))
+    except APIError:
+        batch.tally.add("failed")
+        raise
 
 
 class _Workers:
@@ -464,7 +558,6 @@ class _Workers:
 
 def _run(
     batch: _Batch,
-    stop: threading.Event,
     jobs: Iterable[Job],
     concurrency: int,
     ordered: bool,
@@ -488,15 +581,18 @@ def _run(
                 yield _result(index, future, keep)
     finally:
         batch.tally.end()
-        stop.set()
+        batch.stop.set()
         workers.stop()
 
 
 async def _acomplete(batch: _Batch, job: Job) -> Completion:
-    """One prompt as a task: the client's ``complete``, paced by the batch's hooks."""
-    _, prompt, params = job
-    completion: Completion = await batch.client.complete(batch.model, prompt, **params)
-    return completion
+    """One prompt as a task: its ``complete``, paced and counted by the batch's hooks."""
+    prompt, kwargs = batch.call(job)
+    try:
+        return batch.counted(await batch.complete(prompt, **kwargs))
+    except APIError:
+        batch.tally.add("failed")
+        raise
 
 
 async def _arun(

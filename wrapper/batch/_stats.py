@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import attrs
@@ -29,6 +30,10 @@ class BatchStats:
     ``requests`` counts HTTP attempts (first tries and retries), ``rate_limited`` the 429s among
     their answers; ``completed`` and ``failed`` count prompts. Token counts add up what the
     responses reported. Latency is from sending an attempt to its answer, within 2.5%.
+
+    A router's batch (``wrapper.router``) also has ``routes``: each route's own figures by its name,
+    for the attempts it was sent (``failed``: its attempts that failed, whether the prompt was then
+    served by another route or not; ``retries``: its attempts that were not a prompt's first).
     """
 
     requests: int = 0
@@ -40,6 +45,7 @@ class BatchStats:
     prompt_tokens: int = 0
     response_tokens: int = 0
     _latencies: tuple[tuple[int, int], ...] = attrs.field(default=(), repr=False, alias="latencies")
+    routes: Mapping[str, BatchStats] = attrs.field(factory=dict, hash=False)
 
     @property
     def requests_per_minute(self) -> float:
@@ -72,7 +78,8 @@ class BatchStats:
 
 
 class Tally:
-    """The live counts behind ``BatchStats``, updated from every worker (thread-safe)."""
+    """The live counts behind ``BatchStats``, updated from every worker (thread-safe); ``route(name)``
+    is a route's own."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -91,6 +98,15 @@ class Tally:
         self._latencies: dict[int, int] = {}
         self._started: float | None = None
         self._ended: float | None = None
+        self._routes: dict[str, Tally] = {}
+
+    def route(self, name: str) -> Tally:
+        """The counts of the route called ``name`` (made on first use)."""
+        with self._lock:
+            route = self._routes.get(name)
+            if route is None:
+                route = self._routes[name] = Tally()
+            return route
 
     def start(self) -> None:
         self._started = time.monotonic()
@@ -117,12 +133,17 @@ class Tally:
             self._counts["prompt_tokens"] += completion.prompt_tokens or 0
             self._counts["response_tokens"] += completion.response_tokens or 0
 
-    def snapshot(self) -> BatchStats:
+    def snapshot(self, elapsed: float | None = None) -> BatchStats:
+        """The figures so far (a route's: over the ``elapsed`` seconds of its batch)."""
         with self._lock:
-            if self._started is None:
-                elapsed = 0.0
-            else:
-                elapsed = (self._ended if self._ended is not None else time.monotonic()) - self._started
-            return BatchStats(
-                **self._counts, elapsed=elapsed, latencies=tuple(sorted(self._latencies.items()))
-            )
+            if elapsed is None:
+                ended = self._ended if self._ended is not None else time.monotonic()
+                elapsed = 0.0 if self._started is None else ended - self._started
+            counts, latencies = dict(self._counts), tuple(sorted(self._latencies.items()))
+            routes = dict(self._routes)
+        return BatchStats(
+            **counts,
+            elapsed=elapsed,
+            latencies=latencies,
+            routes={name: route.snapshot(elapsed) for name, route in routes.items()},
+        )

@@ -1,0 +1,70 @@
+"""Whether a route is cooling down: a route that keeps failing rests for a while, then is tried again.
+
+A route cools down when its failures (connection errors, timeouts, retried statuses but 429, which its
+pacer answers by slowing down) are at least ``MIN_FAILURES`` and ``SHARE`` of its answers over the last
+``WINDOW`` seconds: one failure among many successes is a blip, not a route down. It rests
+``COOLDOWN`` seconds, or the failure's Retry-After if longer; the first answer after that decides:
+a success ends the cooldown, a failure starts another at once.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+
+__all__ = ["COOLDOWN", "MIN_FAILURES", "SHARE", "WINDOW", "Health"]
+
+COOLDOWN = 5.0
+"""Seconds a failing route rests (longer when its failure asked so with Retry-After)."""
+MIN_FAILURES = 3
+"""Failures within ``WINDOW`` before a route cools down."""
+SHARE = 0.5
+"""The share of failures among a route's answers within ``WINDOW`` at which it cools down."""
+WINDOW = 10.0
+"""Seconds over which a route's answers are counted."""
+
+
+class Health:
+    """One route's recent answers and cooldown (thread-safe)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._answers: deque[tuple[float, bool]] = deque()  # (when, failed), within WINDOW
+        self._failures = 0
+        self._until = -math.inf
+        self._probing = False  # cooled down, and no success since
+        self.cooldowns = 0
+
+    def left(self) -> float:
+        """Seconds of cooldown left (0: none)."""
+        return max(self._until - self._clock(), 0.0)
+
+    def succeeded(self) -> None:
+        with self._lock:
+            self._add(self._clock(), failed=False)
+            self._probing = False
+
+    def failed(self, retry_after: float | None) -> None:
+        """A failure of the route (not the request's fault); ``retry_after``: what the server asked."""
+        with self._lock:
+            now = self._clock()
+            self._add(now, failed=True)
+            if self._probing or (
+                self._failures >= MIN_FAILURES and self._failures >= SHARE * len(self._answers)
+            ):
+                self._until = max(self._until, now + max(COOLDOWN, retry_after or 0.0))
+                self._answers.clear()
+                self._failures = 0
+                self._probing = True
+                self.cooldowns += 1
+
+    def _add(self, now: float, *, failed: bool) -> None:
+        answers = self._answers
+        while answers and answers[0][0] < now - WINDOW:
+            self._failures -= answers.popleft()[1]
+        answers.append((now, failed))
+        self._failures += failed
