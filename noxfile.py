@@ -52,6 +52,7 @@ def tests(session: nox.Session) -> None:
     Arguments after ``--`` replace the parts: ``nox -s tests-3.13 -- tests/test_batch.py``.
     """
     session.install("-e", ".[dev]")
+    session.env["PYTHONDONTWRITEBYTECODE"] = ""  # as the Makefile's unexport: pytest's rewrites are cached
     # As `make install` does: a path entry for the checkout, so type checkers resolve the package too.
     pth = "pathlib.Path(sysconfig.get_path('purelib'), 'completion_clients_checkout.pth')"
     session.run("python", "-c", f"import pathlib, sysconfig; {pth}.write_text({str(Path.cwd()) + chr(10)!r})")
