@@ -61,5 +61,6 @@ def tests(session: nox.Session) -> None:
         return
     left_out = [] if session.python == REFERENCE else [f"--deselect={test}" for test in SAME_ON_EVERY_PYTHON]
     # As the Makefile's PARALLEL_PART and SERIAL_PART: the serial tests alone, after the rest.
-    session.run("python", "-m", "pytest", "-q", "-n", "auto", "-m", "not serial and not dist", *left_out)
+    workers = str(2 * (os.cpu_count() or 1))  # the Makefile's WORKERS: two per CPU
+    session.run("python", "-m", "pytest", "-q", "-n", workers, "-m", "not serial and not dist", *left_out)
     session.run("python", "-m", "pytest", "-q", "-m", "serial and not dist", *left_out)
