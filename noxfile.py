@@ -52,6 +52,7 @@ def tests(session: nox.Session) -> None:
     Arguments after ``--`` replace the parts: ``nox -s tests-3.13 -- tests/test_batch.py``.
     """
     session.install("-e", ".[dev]")
+    session.env["PYTHONDONTWRITEBYTECODE"] = ""  # as the Makefile's unexport: pytest's rewrites are cached
     # As `make install` does: a path entry for the checkout, so type checkers resolve the package too.
     pth = "pathlib.Path(sysconfig.get_path('purelib'), 'completion_clients_checkout.pth')"
     session.run("python", "-c", f"import pathlib, sysconfig; {pth}.write_text({str(Path.cwd()) + chr(10)!r})")
@@ -60,5 +61,6 @@ def tests(session: nox.Session) -> None:
         return
     left_out = [] if session.python == REFERENCE else [f"--deselect={test}" for test in SAME_ON_EVERY_PYTHON]
     # As the Makefile's PARALLEL_PART and SERIAL_PART: the serial tests alone, after the rest.
-    session.run("python", "-m", "pytest", "-q", "-n", "auto", "-m", "not serial and not dist", *left_out)
+    workers = str(2 * (os.cpu_count() or 1))  # the Makefile's WORKERS: two per CPU
+    session.run("python", "-m", "pytest", "-q", "-n", workers, "-m", "not serial and not dist", *left_out)
     session.run("python", "-m", "pytest", "-q", "-m", "serial and not dist", *left_out)

@@ -40,6 +40,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
 NOT_RUN = re.compile(r"# Type-checked, not run: (?P<why>\S.*)")
 # A reader's project has the plugins the testing page names, not the dev extra's (hypothesis, ...).
 USER_PLUGINS = ["-p", "asyncio", "-p", "pytest_httpx", "-p", "completion_clients"]
+RATE_LIMITED = re.compile(r"\bSandbox\([^)]*\b[rt]pm=")
 TIMEOUT = 90  # seconds for one block; the slowest (a batch of a few hundred prompts) takes about 2
 
 
@@ -55,6 +56,12 @@ class Block(NamedTuple):
         first = self.code.split("\n", 1)[0]
         match = NOT_RUN.fullmatch(first.strip())
         return match["why"] if match else None
+
+    @property
+    def meets_a_rate_limit(self) -> bool:
+        """It starts a sandbox that enforces a rate: what it prints (the 429s met) depends on the pace the
+        machine allows, so it runs in the serial part, with nothing beside it."""
+        return RATE_LIMITED.search(self.code) is not None
 
     @property
     def is_test_file(self) -> bool:
@@ -126,7 +133,11 @@ def _environment(sandbox: Sandbox) -> dict[str, str]:
 RUN = [e for e in EXAMPLES if e.parsed.not_run is None]
 
 
-@pytest.mark.parametrize("example", RUN, ids=_name)
+@pytest.mark.parametrize(
+    "example",
+    [pytest.param(e, marks=pytest.mark.serial) if e.parsed.meets_a_rate_limit else e for e in RUN],
+    ids=_name,
+)
 def test_example_runs(example: Example, docs_sandbox: Sandbox, tmp_path: Path) -> None:
     block: Block = example.parsed
     docs_sandbox.reset()

@@ -21,7 +21,7 @@ import pytest
 import trustme
 from helpers import ENV_VARS, LocalServer, echo_reply
 
-ROUNDS = 20
+ROUNDS = 10  # each a fresh fork from a parent whose pool holds a connection it has just used
 THREADED_FORK = "ignore:This process:DeprecationWarning"
 """Python 3.12+ warns on a fork while asyncio's resolver thread (httpx's pool looks up even an IP) lives."""
 

@@ -1,4 +1,4 @@
-"""Chaos: 2,000 prompts through ``complete_many`` while the sandbox breaks about one request in five.
+"""Chaos: 1,000 prompts through ``complete_many`` while the sandbox breaks about one request in five.
 
 The sandbox draws, for each request, each of four faults with probability ``RATE``: a 429 with a short
 ``Retry-After``, a 503, a connection reset, and a delay past the client's timeout; and, more rarely, a
@@ -29,7 +29,7 @@ from wrapper.sandbox import Sandbox
 from ._clients import MODELS, sandbox_client
 from ._tap import Exchange, Tap
 
-PROMPTS = 2_000
+PROMPTS = 1_000
 RATE = 0.055
 """Per fault; four faults drawn independently hit 1 - (1 - RATE)**4, about 20%, of requests."""
 FAULTS: list[dict[str, Any]] = [
