@@ -13,7 +13,7 @@ import pytest
 from helpers import LocalServer, json_reply, scale_body
 
 from wrapper import BatchStats
-from wrapper.batch._opening import DOUBLING
+from wrapper.batch._opening import DOUBLING, OPENING
 from wrapper.batch._pacing import BACKOFF, MIN_429S, RECOVERY, SHARE, Pacer
 from wrapper.batch._run import acomplete_jobs
 from wrapper.gradient import AsyncGradient, Gradient
@@ -323,6 +323,25 @@ def test_with_no_limit_a_pacer_opens_with_four_at_once_then_doubles_while_answer
     assert per_step[9] >= 2**3 * per_step[6] > 0  # about twice as many each step
     assert per_step[-1] == 40  # until the batch (a request at a time, 0.5 ms each) is what limits it
     assert pacer.requests_per_minute == math.inf  # and the opening is over
+
+
+def test_an_opening_whose_answers_fall_behind_slows_to_what_comes_back() -> None:
+    """A server that stops answering (it queues the requests) during the opening: the pacer does not
+    go on at the rate it reached, blind, but falls to what came back, then to the opening's rate."""
+    clock = Clock()
+    pacer = Pacer(clock=clock)
+    while clock.now < 0.2:  # answered at once: the rate doubles
+        _go(pacer, clock)
+        clock.now += 0.0005
+        pacer.correct(1, 1)
+    reached = pacer.requests_per_minute / 60
+    assert reached >= 8 * OPENING
+    went = []
+    while clock.now < 0.4:  # nothing comes back any more
+        _go(pacer, clock)
+        went.append(clock.now)
+    assert pacer.requests_per_minute / 60 == OPENING
+    assert len(went) < reached * 0.2 / 4  # far fewer than the rate reached would have sent
 
 
 def test_an_opening_that_meets_a_limit_measures_it_and_cuts_to_below_it() -> None:

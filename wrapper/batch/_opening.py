@@ -13,7 +13,12 @@ farther away sees more requests before its first 429 comes back.
 After a step with more 429s than that, the rate falls to what got through in it, and the pacer's
 adaptation (``wrapper.batch._pacing``) measures the limit and cuts to it: that first cut ends the opening.
 The rate doubles only when the requests kept up with it (took half its slots): a rate they did not
-reach, a busy caller's, was not tried. And once a step passes in which the requests neither kept up
+reach, a busy caller's, was not tried; and, once answers come, only up to twice what came back in the
+step, as TCP's window grows with its acknowledgements. When the answers fall behind (fewer than half
+the requests of a step: the server slows down or queues them), the rate falls to what came back: a
+sender that kept going at a rate nothing had vouched for met a server's limit with a step's worth of
+requests in flight (a sync batch, whose threads are late for their turns, sent 67 in four steps with
+no answer back, and met 65 429s). And once a step passes in which the requests neither kept up
 nor waited for their turn, the batch's concurrency is what limits it, not the rate: the opening is
 over and the rate is the limit given, none.
 """
@@ -76,11 +81,19 @@ class Opening:
         rate, fell = step.rate, step.limited > self._share * step.answered
         if fell:
             rate = max(min((step.answered - step.limited) / length, rate), OPENING)
-        elif step.sent >= (rate * length - 1) / 2:  # half its slots taken (give or take one)
-            # Once answers come, as many as half the requests sent (a busy caller's lag behind):
-            # until they do, what the requests met is not known yet.
-            if self._round_trip == math.inf or step.answered >= (step.sent - 1) / 2:
-                rate *= 2.0
+        elif self._round_trip != math.inf and step.answered < step.sent / 2:
+            # Answers lag behind the requests (the server slows, or queues them): go no faster than
+            # they come back, rather than send on blind at a rate nothing has vouched for yet.
+            rate, fell = max(min(step.answered / length, rate), OPENING), True
+        elif step.sent >= max((rate * length - 1) / 2, 1):  # half its slots taken (give or take one)
+            # The answers kept up (or none came yet: what the requests meet is not known until one does):
+            # double, to at most twice what came back (as TCP's window grows), so that the step on which
+            # a server's limit is met sends no more than that.
+            window = math.inf if self._round_trip == math.inf else 2 * step.answered / length
+            if rate < window:
+                rate = min(2.0 * rate, window)
+            elif not step.waited:  # the requests, not the rate, set the pace: the batch's concurrency
+                self.end()
         elif step.sent and not step.waited:  # the batch's concurrency limits it, not the rate
             self.end()
         self._step = _Step(rate, now)
