@@ -150,12 +150,20 @@ async def net_client(net_env: pytest.MonkeyPatch) -> AsyncIterator[Callable[...,
         await call(client.close())
 
 
+ONLY_SERIAL = pytest.StashKey[bool]()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    session.config.stash[ONLY_SERIAL] = all(item.get_closest_marker("serial") for item in session.items)
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A ``serial`` test (timing, rates, in-flight peaks) fails rather than run beside others under xdist."""
+    """A ``serial`` test (timing, rates, in-flight peaks) fails rather than run under xdist beside tests
+    that are not: only the serial part (``-m serial``) may run its tests on more than one process."""
     workers = getattr(item.config, "workerinput", {}).get("workercount", 1)  # set on xdist's workers only
-    if item.get_closest_marker("serial") and workers > 1:
+    if item.get_closest_marker("serial") and workers > 1 and not item.config.stash.get(ONLY_SERIAL, False):
         pytest.fail(
-            f"{item.nodeid} is marked serial: run it with nothing beside it (`make test-serial`, or pytest "
-            "without -n), as `make test` does",
+            f"{item.nodeid} is marked serial: run it with the serial tests alone (`make test-serial`, or "
+            "pytest -m serial), as `make test` does",
             pytrace=False,
         )
