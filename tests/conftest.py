@@ -90,10 +90,16 @@ def server() -> Iterator[LocalServer]:
 
 
 @pytest.fixture(scope="session")
-def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One mypy cache for the tests that type-check (per xdist worker): the standard library and the
-    dependencies are analysed once, not once a test; mypy's incremental checks keep each result exact."""
-    return tmp_path_factory.mktemp("mypy-cache")
+def mypy_cache(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """One mypy cache for the tests that type-check, shared by the run's xdist workers: the standard
+    library and the dependencies are analysed once a run, not once a process. mypy replaces each cache
+    file whole, so processes can share it, and its incremental checks keep each result exact."""
+    run = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        run = run.parent  # the run's directory, above each worker's own
+    cache = run / "mypy-cache"
+    cache.mkdir(exist_ok=True)
+    return cache
 
 
 @pytest.fixture(autouse=True)
