@@ -22,14 +22,18 @@ SAME_ON_EVERY_PYTHON = [
     # checkout, for the running interpreter's version: it stays.)
     "tests/test_docs_examples.py::test_examples_type_check",
     "tests/test_typing.py",
-    # The regeneration pipeline's own tests: generated/ is text from the pinned generator and ruff, and
-    # `make check-regen` compares it byte for byte. What a regeneration produces still runs on every
-    # version: tests/test_spec_releases.py regenerates and runs the library's tests on the result.
+    # The regeneration pipeline's own tests, and vendor releases taken through it: generated/ is text
+    # from the pinned generator and ruff, and `make check-regen` compares it byte for byte. The library
+    # over the generated code, the same text on every version, runs on each in the rest of the suite.
     "tests/test_regen.py",
+    "tests/test_spec_releases.py",
+    # The docs site: mkdocs and mkdocstrings read the sources as text (griffe), not by importing them.
+    "tests/test_docs_site.py",
 ]
 """What the other versions leave out. Not here, because they run (or can differ) per version: the
 library and its tests, the sandbox, the CLI, Ray, the frameworks, the contract tests (the requests the
-clients build), the docs' examples (each runs in a fresh interpreter) and the bench's smoke test."""
+clients build), the install (mypy outside the checkout, for the running version), the docs' examples
+(each runs in a fresh interpreter) and the bench's smoke test."""
 
 nox.options.default_venv_backend = "uv|venv"  # uv (a dev dependency) installs the dev extra in seconds
 nox.options.sessions = ["tests"]
