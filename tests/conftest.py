@@ -5,6 +5,8 @@ Helpers that are not fixtures live in ``tests/helpers.py``.
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from helpers import (
     CLASSES,
     CREDENTIALS,
     ENV_VARS,
+    ROOT,
     TEST_TIMEOUT,
     Handler,
     LocalServer,
@@ -91,14 +94,22 @@ def server() -> Iterator[LocalServer]:
 
 @pytest.fixture(scope="session")
 def mypy_cache(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
-    """One mypy cache for the tests that type-check, shared by the run's xdist workers: the standard
-    library and the dependencies are analysed once a run, not once a process. mypy replaces each cache
-    file whole, so processes can share it, and its incremental checks keep each result exact."""
+    """One mypy cache for the tests that type-check copies and installs, shared by the run's xdist
+    workers, and started from the checkout's (where ``make lint``'s mypy, beside them in ``make test``,
+    has usually analysed the standard library and the dependencies by then): that analysis is done
+    once, not once a process. mypy replaces each cache file whole, so processes can share it, and
+    checks each entry against its source, so a copy's modules are analysed again where they differ."""
     run = tmp_path_factory.getbasetemp()
     if worker_id != "master":
         run = run.parent  # the run's directory, above each worker's own
     cache = run / "mypy-cache"
-    cache.mkdir(exist_ok=True)
+    try:
+        cache.mkdir()
+    except FileExistsError:
+        return cache  # another worker made it
+    # None yet, or files mypy replaced meanwhile (the rest is copied): a colder start, as good.
+    with contextlib.suppress(shutil.Error, OSError):
+        shutil.copytree(ROOT / ".mypy_cache", cache, dirs_exist_ok=True)
     return cache
 
 
