@@ -14,7 +14,7 @@ from helpers import LocalServer, json_reply, scale_body
 
 from wrapper import BatchStats
 from wrapper.batch._opening import DOUBLING, OPENING
-from wrapper.batch._pacing import BACKOFF, MIN_429S, RECOVERY, SHARE, Pacer
+from wrapper.batch._pacing import BACKOFF, BURST, MIN_429S, RECOVERY, SHARE, Pacer
 from wrapper.batch._run import acomplete_jobs
 from wrapper.gradient import AsyncGradient, Gradient
 from wrapper.sandbox import Sandbox
@@ -377,6 +377,124 @@ def test_an_opening_ends_once_the_batch_no_longer_waits_for_it() -> None:
         clock.now += DOUBLING * 1.5
         assert _go(pacer, clock) == 0
     assert pacer.requests_per_minute == math.inf
+
+
+def test_what_a_server_takes_is_measured_from_its_429_not_from_a_burst_after_a_pause() -> None:
+    """A server at 20 a second lets its burst (20) and a second's rate through, then refuses ten. The
+    batch is held up (its pause, a busy machine) while the server's budget fills again; what it
+    refilled then gets through at 40 a second, until it refuses again. It takes 20 a second, not 40."""
+    clock = Clock()
+    pacer = Pacer(clock=clock)
+    for _ in range(40):
+        clock.now += 0.025
+        pacer.correct(1, 1)
+    for _ in range(MIN_429S):
+        pacer.slow_down(0.05)
+    clock.now += 0.45  # 9 refilled
+    for _ in range(10):
+        clock.now += 0.025
+        pacer.correct(1, 1)
+    clock.now += 0.025
+    pacer.slow_down(0.05)  # spent: refused again
+    assert pacer.opening_step is None  # the first cut, which ends the opening
+    # Timed from the first success to the last, the refilled budget passed for a rate of 40 (a cut to
+    # 23, above the limit); over the time since the first 429, ten got through in 0.7 s.
+    assert pacer.requests_per_minute / 60 <= BACKOFF * 20
+
+
+def test_what_a_server_takes_is_measured_without_the_answers_of_requests_sent_before_it_refused() -> None:
+    """The server lets 30 through at once and takes ten more already sent, then refuses; the
+    successes of those ten come after its 429. Then it takes 20 a second."""
+    clock = Clock()
+    pacer = Pacer(clock=clock)
+    for _ in range(30):
+        _go(pacer, clock)
+        pacer.correct(1, 1)
+    for _ in range(20):  # in flight when the first 429 comes
+        _go(pacer, clock)
+    clock.now += 0.001
+    pacer.slow_down(0.001)
+    for _ in range(MIN_429S - 1):  # the others: nine refused, ten let through before the first 429
+        clock.now += 0.002
+        pacer.slow_down(0.001)
+        pacer.correct(1, 1)
+    pacer.correct(1, 1)
+    for _ in range(10):
+        clock.now += 0.05
+        pacer.correct(1, 1)
+    clock.now += 0.01
+    pacer.slow_down(0.05)
+    assert pacer.opening_step is None  # the first cut, which ends the opening
+    # Counting the ten sent before the 429, 38 a second got through (a cut to 30).
+    assert pacer.requests_per_minute / 60 <= BACKOFF * 20
+
+
+def _open_fast(pacer: Pacer, clock: Clock, until: float) -> None:
+    """Requests answered at once, well, one after the other until ``until``: the opening's rate doubles."""
+    while clock.now < until:
+        _go(pacer, clock)
+        clock.now += 0.0005
+        pacer.correct(1, 1)
+
+
+def _gone(waiting: list[Iterator[float]]) -> int:
+    """How many of ``waiting`` go now: their turns give no more wait."""
+    gone = 0
+    for turns in waiting:
+        try:
+            while next(turns) <= 0:
+                pass
+        except StopIteration:
+            gone += 1
+    return gone
+
+
+def test_a_step_of_the_opening_sends_no_more_than_its_rate_however_late_its_requests_come() -> None:
+    clock = Clock()
+    pacer = Pacer(clock=clock)
+    _open_fast(pacer, clock, 0.15)
+    rate, step = pacer.requests_per_minute / 60, pacer.opening_step
+    assert step is not None
+    assert rate * step >= 8
+    waiting = [pacer.turns(1) for _ in range(200)]  # a batch's requests wait their turns
+    for turns in waiting:
+        next(turns)
+    clock.now += BURST / 2  # held up (a busy machine): their turns came meanwhile
+    # A step's worth goes, not the pacer's quarter second at this rate (62 went).
+    assert _gone(waiting) <= rate * step
+
+
+def test_a_step_judged_long_after_its_end_does_not_end_the_opening() -> None:
+    clock = Clock()
+    pacer = Pacer(clock=clock)
+    _open_fast(pacer, clock, 0.1)
+    step = pacer.opening_step
+    assert step is not None
+    clock.now += 2 * step  # nothing to send for a moment: the next request need not wait
+    assert _go(pacer, clock) == 0
+    clock.now += 0.0005
+    pacer.correct(1, 1)
+    clock.now += 0.3  # then held up (a busy machine): no request could wait for its turn, nor go
+    _go(pacer, clock)
+    assert pacer.opening_step is not None  # not taken for a batch its concurrency limits
+    assert pacer.requests_per_minute < math.inf
+
+
+def test_turns_that_went_by_while_the_caller_was_held_up_do_not_all_go_at_once() -> None:
+    clock = Clock()
+    pacer = Pacer(requests_per_minute=600, clock=clock)
+    waiting = [pacer.turns(1) for _ in range(20)]
+    assert [next(turns) for turns in waiting][-1] > 1.5
+    clock.now += 1.5  # held up (a busy machine, a garbage collection): 15 of their turns went by
+    went, waits = 0, []
+    for turns in waiting:
+        try:
+            waits.append(next(turns))
+        except StopIteration:
+            went += 1
+    # The first goes; the others book again, from now on, a tenth of a second apart (all 15 went).
+    assert went == 1
+    assert waits[:3] == pytest.approx([0.1, 0.2, 0.3])
 
 
 @pytest.mark.parametrize("limits", [{"requests_per_minute": 600}, {"tokens_per_minute": 6000}])

@@ -4,8 +4,8 @@ Sending a batch's ``concurrency`` requests at once meets a server's unannounced 
 429s. Instead a ``Pacer`` with no limit opens at ``OPENING`` requests a second (a quarter second's
 budget, four, at once) and, as TCP's slow start does, doubles its rate after each step whose answers
 were clean: 429s no more than ``share`` of them (the share above which the pacer cuts its rate). A
-step lasts ``DOUBLING`` seconds, or a round trip when that is longer (each answer is matched to the
-oldest request not answered yet), so that its answers tell what its requests met. Steps that short
+step lasts ``DOUBLING`` seconds, or two round trips when that is longer (each answer is matched to
+the oldest request not answered yet), so that its answers tell what its requests met. Steps that short
 let a batch against a server with no limit reach its full concurrency within a fraction of a second.
 They take for granted that a 429 comes back within a step, as it does from a server nearby: a server
 farther away sees more requests before its first 429 comes back.
@@ -21,6 +21,15 @@ requests in flight (a sync batch, whose threads are late for their turns, sent 6
 no answer back, and met 65 429s). And once a step passes in which the requests neither kept up
 nor waited for their turn, the batch's concurrency is what limits it, not the rate: the opening is
 over and the rate is the limit given, none.
+
+A step sends no more than its rate's worth (or ``AT_ONCE``, when more), however late its requests
+come: a request whose turn comes once its step is full waits for the next step. The pacer's quarter
+second of budget at a rate the opening reached is a dozen steps' worth, and a batch held up for a
+moment (a busy machine: its threads late for their turns) sent it all at once when it resumed: 33
+requests in one step of 20 ms into a server's limit, 33 429s. Nor does a step judged long after its
+end (two lengths after it began) end the opening: its caller was held up, and its requests could
+neither wait for their turn nor go. A sync batch held up 0.4 s so took a step with one request and no
+wait for a batch its concurrency limits, went at full concurrency, and met 210 429s.
 """
 
 from __future__ import annotations
@@ -33,6 +42,8 @@ __all__ = ["DOUBLING", "OPENING", "Opening"]
 
 OPENING = 16.0
 """Requests a second a pacer told no limit opens with."""
+AT_ONCE = OPENING / 4
+"""Requests a step may send at once however short it is: a quarter second at ``OPENING``."""
 DOUBLING = 0.02
 """Seconds a step of the opening lasts at least: the rate doubles after each whose answers were clean."""
 _TIMED = 4096  # requests whose times are kept to time round trips, at most
@@ -68,6 +79,22 @@ class Opening:
         """Seconds a step lasts: ``DOUBLING``, or two round trips if longer."""
         return DOUBLING if self._round_trip == math.inf else max(DOUBLING, 2 * self._round_trip)
 
+    @property
+    def full(self) -> bool:
+        """Whether the current step sent all it may: its rate's worth, or ``AT_ONCE`` if more."""
+        step = self._step
+        return step is not None and step.sent >= max(step.rate * self.length, AT_ONCE)
+
+    @property
+    def in_flight(self) -> int:
+        """Requests sent (timed) and not answered yet."""
+        return len(self._sends)
+
+    @property
+    def next_step(self) -> float:
+        """When the current step ends (the next begins once asked about)."""
+        return -math.inf if self._step is None else self._step.start + self.length
+
     def rate(self, now: float) -> tuple[float, bool]:
         """The request rate at ``now``, and whether it fell since asked (slots booked at the old one
         are void). A step is judged when the next is first asked about, however late: a pause of
@@ -79,6 +106,10 @@ class Opening:
         if now - step.start < length:
             return step.rate, False
         rate, fell = step.rate, step.limited > self._share * step.answered
+        # Requests that neither waited for their turn nor kept up: the batch's concurrency limits it,
+        # not the rate; unless the step is judged long after its end: its caller was held up (a busy
+        # machine), and its requests could neither wait nor go.
+        unlimited = not step.waited and now - step.start <= 2 * length
         if fell:
             rate = max(min((step.answered - step.limited) / length, rate), OPENING)
         elif self._round_trip != math.inf and step.answered < step.sent / 2:
@@ -92,9 +123,9 @@ class Opening:
             window = math.inf if self._round_trip == math.inf else 2 * step.answered / length
             if rate < window:
                 rate = min(2.0 * rate, window)
-            elif not step.waited:  # the requests, not the rate, set the pace: the batch's concurrency
+            elif unlimited:  # the requests, not the rate, set the pace
                 self.end()
-        elif step.sent and not step.waited:  # the batch's concurrency limits it, not the rate
+        elif step.sent and unlimited:
             self.end()
         self._step = _Step(rate, now)
         return rate, fell

@@ -4,7 +4,11 @@
 tokens) has a theoretical arrival time that every request pushes ``cost / rate`` seconds further;
 a request may go once that time is less than ``BURST`` seconds ahead, so at most a quarter of a
 second's budget ever goes at once, never a minute's. A request costing more than ``BURST`` seconds
-of budget goes once the pacer is idle and its excess is paid by the requests after it.
+of budget goes once the pacer is idle and its excess is paid by the requests after it. A slot is
+booked ahead, for a time: a caller that comes more than ``BURST`` after its slot (it was held up: a
+busy machine, a garbage collection) voids the slots booked after it, whose requests book again,
+evenly from now. Otherwise every slot that went by meanwhile would go at once, a burst the GCRA
+never allows (a sync batch held up two seconds sent 35 requests at once into a server's limit).
 
 With no limit given, the pacer opens slowly and finds the rate the server takes (``wrapper.batch._opening``:
 slow start). Then, as below the limits given, it adapts (AIMD) to a limit the server keeps but did not
@@ -12,14 +16,20 @@ announce. Every 429 pauses every request for its Retry-After: the slots booked b
 again after it, evenly, not in a burst. The rate is cut only when the server really refuses the
 pace: when 429s are at least ``SHARE`` of the answers since the last cut (and at least ``MIN_429S``
 of them), at most once per ``INTERVAL`` (or per Retry-After, if longer), and once what gets through
-is measured: ``MIN_GOT`` successes since the first 429's pause (or ``WINDOW`` seconds). A cut sets
-the request rate to ``BACKOFF`` times that success rate (or the success rate since the last cut, if
-lower; a server's limit lets a burst through at first, and the successes of requests sent before the
-429 may come after its pause), at most ``BACKOFF`` times the current rate, at least half of it:
-never far below what got through. The first cut (the one that ends the opening) has no current rate
-to bound it. The rate then grows back additively, by ``RECOVERY`` of the rate it was cut to each
-second, up to the limit given. So a server that refuses a steady few per cent whatever the pace (a
-flaky one) never drives the rate down, and one whose limit lifts is caught up with.
+is measured: ``MIN_GOT`` successes since the first 429 (or ``WINDOW`` seconds), over all the time from
+that 429 to the one that cuts. A server that refuses has less than a request's budget left, so what
+gets through between two 429s is what its limit refilled in between, whatever the requests' pace;
+less the answers to requests in flight at the first 429 (as the opening counts them), sent before
+it. (Timed from the first success to the last, as once, the budget refilled during a pause, or while
+a busy caller sent nothing, got through at once and passed for the rate: a first cut above the
+limit, 429s from then on too few to cut again, and 38 of them in a short batch.) A cut sets the
+request rate to ``BACKOFF`` times that success rate (or the success rate since the last cut, if
+lower: a server's limit lets a burst through at first), at most ``BACKOFF`` times the current rate,
+at least half of it: never far below what got through. The first cut (the one that ends the opening)
+has no current rate to bound it. The rate then grows back additively, by ``RECOVERY`` of the rate it
+was cut to each second, up to the limit given. So a server that refuses a steady few per cent
+whatever the pace (a flaky one) never drives the rate down, and one whose limit lifts is caught up
+with.
 
 Hand-written rather than aiolimiter, limits or pyrate-limiter: none of them lets a request cost more
 than its burst capacity (aiolimiter's ``acquire(amount)`` raises ``ValueError``, the others refuse
@@ -52,9 +62,11 @@ RECOVERY = 0.03
 """Each second after a cut, the request rate grows by this fraction of the rate it was cut to."""
 SHARE = 0.15
 """The share of 429s among the answers since the last cut above which the rate is cut."""
-MIN_GOT = 5
-"""Successes since the first 429's pause that measure the rate a server takes: no cut before them
-(or before ``WINDOW`` seconds)."""
+MIN_GOT = 10
+"""Successes since the first 429 that measure the rate a server takes: no cut before them (or before
+``WINDOW`` seconds). What a server had left of its budget at the two 429s, up to a request's each,
+errs the measure by a tenth at most (by a fifth with five: a cut near the limit, which the
+recovery soon takes past it)."""
 MIN_429S = 10
 """Fewer 429s than this since the last cut never cut the rate (their Retry-After still pauses): early
 in a batch, a flaky server's few random 429s can be ``SHARE`` of the few answers so far."""
@@ -152,28 +164,32 @@ class _Recent:
 
 
 class _Taken:
-    """Successes from ``since`` on (the end of a 429's pause): the rate a server takes once it refuses.
+    """Successes since ``since``, a 429: the rate a server takes once it refuses.
 
-    Counted from then, not over the batch: a server's limit lets a burst through at first.
+    Counted from the 429, not over the batch: a server's limit lets a burst through at first. Over
+    all the time from it to the 429 that cuts, not from the first success to the last: a server that
+    refuses has less than a request's budget left, so what gets through between two 429s is what
+    its limit refilled in between, however the requests came. The budget it refilled while none
+    came (a pause, a busy caller) gets through later at once, and a span that leaves that time out
+    takes the burst for the rate (a cut above the limit, which the recovery then pushes further).
+    The first ``owed`` answers since are left out: they answer the requests in flight at the 429,
+    sent before it, and a success among them got through before the server refused.
     """
 
-    def __init__(self, since: float) -> None:
+    def __init__(self, since: float, owed: int) -> None:
         self.since = since
         self.count = 0
-        self._first = 0  # successes that came with the first of them, and when
-        self._start = self._end = math.inf  # when the first and the last came
+        self._owed = owed
 
-    def add(self, now: float, count: int) -> None:
-        if now < self.since:
-            return
-        if not self.count:
-            self._first, self._start = count, now
-        self.count += count
-        self._end = now
+    def add(self, count: int, *, succeeded: bool = True) -> None:
+        """``count`` more answers: successes, or 429s."""
+        owed = min(count, self._owed)
+        self._owed -= owed
+        self.count += (count - owed) if succeeded else 0
 
-    def rate(self) -> float:
-        """Successes a second after the first (0 before a second came later)."""
-        return (self.count - self._first) / (self._end - self._start) if self._end > self._start else 0.0
+    def rate(self, now: float) -> float:
+        """Successes a second since ``since``."""
+        return self.count / (now - self.since) if now > self.since else 0.0
 
 
 class Pacer:
@@ -240,7 +256,8 @@ class Pacer:
     def _next(self, cost: float, now: float) -> float:
         """When the next slot for a request of ``cost`` tokens is (booking nothing)."""
         self._requests.rate = self._rate(now)
-        return max(now, self._paused_until, self._requests.ready_at(1), self._tokens.ready_at(cost))
+        at = max(now, self._paused_until, self._requests.ready_at(1), self._tokens.ready_at(cost))
+        return max(at, self._opening.next_step) if self._opening.on and self._opening.full else at
 
     def delay(self, cost: float) -> float:
         """The seconds a request of ``cost`` estimated tokens would wait for its turn now, booking nothing
@@ -272,21 +289,30 @@ class Pacer:
         """The seconds a request of ``cost`` estimated tokens waits for its turn, in parts: wait each.
 
         A slot is booked at most a step of the opening ahead (the rate may double by then), and
-        booked again when a 429's pause or a lower rate comes before it.
+        booked again when a 429's pause or a lower rate comes before it, or when its step of the
+        opening has sent all it may (``Opening.full``) by the time it comes. A caller that comes
+        more than ``BURST`` late for its slot voids those booked after it (the module says why).
         """
         while True:
             with self._lock:
                 horizon = self._opening.length if self._opening.on else math.inf
-                wait, plan = self._book(cost, self._clock(), horizon), self._plan
+                now = self._clock()
+                wait, plan = self._book(cost, now, horizon), self._plan
             if wait > horizon:  # not booked: ask again once the slot is half a step away
                 yield wait - horizon / 2
                 continue
             yield wait
             with self._lock:
-                if plan == self._plan:
-                    self._went(self._clock(), 1)  # counted when it goes: a busy caller goes late
+                slot, now = now + wait, self._clock()
+                self._rate(now)  # the opening's step at ``now``: it may have fallen, or sent all it may
+                if plan == self._plan and not (self._opening.on and self._opening.full):
+                    self._went(now, 1)  # counted when it goes: a busy caller goes late
+                    if now - slot > BURST:  # held up (a busy machine): the slots booked after it went by too
+                        self._replan(now)  # and go evenly from now, not all at once
                     return
-                if self._tokens.rate != math.inf:  # the slot is given up, and its tokens
+                if plan == self._plan:  # its step is full: the slot is given up (a new plan voided it)
+                    self._requests.due -= 1 / self._requests.rate
+                if self._tokens.rate != math.inf:  # and its tokens
                     self._tokens.due -= cost / self._tokens.rate
 
     def _went(self, now: float, count: int, *, timed: bool = True) -> None:
@@ -310,7 +336,7 @@ class Pacer:
     def _succeeded(self, now: float, count: int) -> None:
         self._successes.add(now, count)
         if self._taken is not None:
-            self._taken.add(now, count)
+            self._taken.add(count)
         self._answered(now, count, limited=False)
 
     def slow_down(self, retry_after: float | None) -> None:
@@ -324,8 +350,10 @@ class Pacer:
             if not self._adaptive:
                 return
             self._answered(now, 1, limited=True)
-            if self._taken is None:
-                self._taken = _Taken(self._paused_until)
+            if self._taken is None:  # in flight now: as the opening counts them (none after it)
+                self._taken = _Taken(now, self._opening.in_flight if self._opening.on else 0)
+            else:
+                self._taken.add(1, succeeded=False)
             self._limited.add(now)
             limited = self._limited.count(now)
             answered = limited + self._successes.count(now)
@@ -334,7 +362,7 @@ class Pacer:
             taken = self._taken
             if taken.count < MIN_GOT and now - taken.since < WINDOW:
                 return
-            achieved = min(taken.rate(), self._successes.rate(now))
+            achieved = min(taken.rate(now), self._successes.rate(now))
             current = self._rate(now)
             if self._opening.on or current == math.inf:  # the first cut: no rate kept so far bounds it
                 cut = BACKOFF * (achieved or self._sent.rate(now))
