@@ -81,9 +81,10 @@ class Opening:
 
     @property
     def full(self) -> bool:
-        """Whether the current step sent all it may: its rate's worth, or ``AT_ONCE`` if more."""
+        """Whether the opening is on and its current step sent all it may: its rate's worth, or
+        ``AT_ONCE`` if more."""
         step = self._step
-        return step is not None and step.sent >= max(step.rate * self.length, AT_ONCE)
+        return self.on and step is not None and step.sent >= max(step.rate * self.length, AT_ONCE)
 
     @property
     def in_flight(self) -> int:

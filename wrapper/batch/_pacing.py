@@ -257,7 +257,7 @@ class Pacer:
         """When the next slot for a request of ``cost`` tokens is (booking nothing)."""
         self._requests.rate = self._rate(now)
         at = max(now, self._paused_until, self._requests.ready_at(1), self._tokens.ready_at(cost))
-        return max(at, self._opening.next_step) if self._opening.on and self._opening.full else at
+        return max(at, self._opening.next_step) if self._opening.full else at
 
     def delay(self, cost: float) -> float:
         """The seconds a request of ``cost`` estimated tokens would wait for its turn now, booking nothing
@@ -305,7 +305,7 @@ class Pacer:
             with self._lock:
                 slot, now = now + wait, self._clock()
                 self._rate(now)  # the opening's step at ``now``: it may have fallen, or sent all it may
-                if plan == self._plan and not (self._opening.on and self._opening.full):
+                if plan == self._plan and not self._opening.full:
                     self._went(now, 1)  # counted when it goes: a busy caller goes late
                     if now - slot > BURST:  # held up (a busy machine): the slots booked after it went by too
                         self._replan(now)  # and go evenly from now, not all at once
