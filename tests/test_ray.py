@@ -127,11 +127,11 @@ def test_every_row_comes_back_once_with_its_answer_or_its_error(local_cluster: N
 
 @pytest.mark.parametrize("api", ["scale", "gradient"])
 def test_one_requests_per_minute_limit_holds_for_all_workers_together(local_cluster: None, api: str) -> None:
-    rpm, rows = 1200, 200  # 20 a second for the cluster, under the server's 25
-    with Sandbox(seed=0, rpm=1500) as limited, arrivals(limited) as times:
-        # Each answer takes 0.5 s, so a worker (8 in flight) manages 16 a second at most: the two
-        # together could do 32, and only the shared limit holds them to 20.
-        limited.inject(delay=0.5, rate=1.0)
+    rpm, rows = 2400, 200  # 40 a second for the cluster, under the server's 50
+    with Sandbox(seed=0, rpm=3000) as limited, arrivals(limited) as times:
+        # Each answer takes 0.25 s, so a worker (8 in flight) manages 32 a second at most: the two
+        # together could do 64, and only the shared limit holds them to 40.
+        limited.inject(delay=0.25, rate=1.0)
         out = complete_dataset(
             _prompts(rows),
             api,  # type: ignore[arg-type]
@@ -148,8 +148,8 @@ def test_one_requests_per_minute_limit_holds_for_all_workers_together(local_clus
     assert stats.rate_limited <= 0.02 * stats.requests
     assert len(times) == stats.requests
     assert stats.max_in_flight > 8  # both workers were sending at once
-    # Each worker pacing itself would send 40 a second between them; the shared limit allows no
-    # more than 20 a second plus one second's burst over any stretch of the run.
+    # Each worker pacing itself would send 80 a second between them; the shared limit allows no
+    # more than 40 a second plus one second's burst over any stretch of the run.
     assert most_in_any_window(times, rpm / 60) <= rpm / 60
 
 
