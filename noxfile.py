@@ -64,7 +64,8 @@ def tests(session: nox.Session) -> None:
         session.run("python", "-m", "pytest", "-q", *session.posargs)
         return
     left_out = [] if session.python == REFERENCE else [f"--deselect={test}" for test in SAME_ON_EVERY_PYTHON]
-    # As the Makefile's SERIAL_PART and PARALLEL_PART: the serial tests among themselves, then the rest.
+    # As the Makefile's SERIAL_PART (three at a time) and PARALLEL_PART: the serial tests among themselves,
+    # then the rest.
     workers = str(2 * (os.cpu_count() or 1))  # the Makefile's WORKERS: two per CPU
-    session.run("python", "-m", "pytest", "-q", "-n", "2", "-m", "serial and not dist", *left_out)
+    session.run("python", "-m", "pytest", "-q", "-n", "3", "-m", "serial and not dist", *left_out)
     session.run("python", "-m", "pytest", "-q", "-n", workers, "-m", "not serial and not dist", *left_out)
