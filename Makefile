@@ -69,7 +69,8 @@ SERIAL_PART := $(PYTEST) -n $(SERIAL_WORKERS) -m "serial and not dist"
 # Each job's output in one piece where make can (GNU make 4+; 3.81, macOS's, interleaves it).
 SYNC_OUTPUT := $(if $(filter output-sync,$(.FEATURES)),--output-sync=target)
 
-test: install node_modules/.installed  ## everything CI runs: the suite's serial part, then the checks beside the rest
+# npm's install (Prism, for the parallel part only) runs beside the checks, not before the serial part.
+test: install  ## everything CI runs: the suite's serial part, then the checks beside the rest
 	$(SERIAL_PART)
 	$(MAKE) --no-print-directory --jobs=3 $(SYNC_OUTPUT) check-regen lint test-parallel
 
