@@ -8,10 +8,9 @@ BIN := $(VENV)/bin
 WORKERS ?= $(shell $(PYTHON) -c 'import os; print(2 * (os.cpu_count() or 1))')
 PYTEST := $(BIN)/python -m pytest -q
 # Python caches compiled modules (__pycache__, ignored by git) even where the environment says not to:
-# pytest rewrites the asserts of every module of its plugins' packages (hypothesis, schemathesis,
-# langsmith, the wrapper itself: about 800) and keeps the result only where bytecode may be written.
-# Without it each pytest process, and each Python a test starts, compiles them all again: about 8 s
-# more before a pytest process runs its first test.
+# the checkout's modules, and the test modules whose asserts pytest rewrites, which it keeps only where
+# bytecode may be written. Without it each pytest process, and each Python a test starts, compiles them
+# all again (with no rewrite cached, a pytest process collected the suite in 9.2 s rather than 7.8 s).
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: install regen check-regen lint test test-parallel test-serial demo bench docs dist
