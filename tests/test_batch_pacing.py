@@ -430,7 +430,7 @@ def test_what_a_server_takes_is_measured_without_the_answers_of_requests_sent_be
 
 
 def _open_fast(pacer: Pacer, clock: Clock, until: float) -> None:
-    """Requests answered at once, well, one after the other until ``until``: the opening's rate doubles."""
+    """Requests sent one after another until ``until``, each answered at once: the opening's rate doubles."""
     while clock.now < until:
         _go(pacer, clock)
         clock.now += 0.0005
