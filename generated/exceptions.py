@@ -8,9 +8,10 @@ public namespace for both. ``APIError`` is the root. A request that never got a 
 raises ``APIConnectionError`` (``APITimeoutError`` when it ran out of time, ``IncompleteStreamError``
 when a stream's body ended before its final chunk); an answer with an error status raises the
 ``APIStatusError`` subclass for its status, or for Gradient's typed 4XX bodies the
-``GradientError`` subclass named after the body's ``type``; a success whose body is not what the
-spec promises raises ``APIResponseValidationError``. Messages never contain the
-credentials the request carried (``scrub``).
+``GradientError`` subclass named after the body's ``type``, which is also the status class of the
+status it came with (``with_status_class``); a success whose body is not what the spec promises
+raises ``APIResponseValidationError``. Messages never contain the credentials the request carried
+(``scrub``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import time
 from collections.abc import Mapping
 from datetime import UTC
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
@@ -118,12 +119,19 @@ class APIError(Exception):
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt from its attributes, not through __init__ (whose keyword arguments are not in
-        # ``args``), so that an error pickles: Ray sends them between processes.
-        return _unpickle, (type(self), self.args, self.__dict__)
+        # ``args``), so that an error pickles: Ray sends them between processes. A class made by
+        # ``with_status_class`` is pickled as the two classes it joins.
+        cls = type(self)
+        return _unpickle, (cls.__dict__.get("_joins", cls), self.args, self.__dict__)
 
 
-def _unpickle(cls: type[APIError], args: tuple[Any, ...], state: dict[str, Any]) -> APIError:
-    error = cls.__new__(cls, *args)
+def _unpickle(
+    cls: type[APIError] | tuple[type[GradientError], type[APIStatusError]],
+    args: tuple[Any, ...],
+    state: dict[str, Any],
+) -> APIError:
+    made = with_status_class(*cls) if isinstance(cls, tuple) else cls
+    error = made.__new__(made, *args)
     error.__dict__.update(state)
     return error
 
@@ -273,3 +281,28 @@ class RagError(GradientError):
 
 class UnknownModelError(GradientError):
     """Base class of the errors about an unknown model id."""
+
+
+G = TypeVar("G", bound=GradientError)
+_JOINED: dict[tuple[type[GradientError], type[APIStatusError]], type[GradientError]] = {}
+
+
+def with_status_class(cls: type[G], status_class: type[APIStatusError]) -> type[G]:
+    """``cls``, a typed Gradient error, that is also ``status_class``: the class to raise for a body of
+    its ``type`` that came with a status of that class.
+
+    Gradient's spec lets every typed body come with any 4XX status, so which status class a typed
+    error belongs to is known only from its response: ``ContentFlaggedError`` answered with 400 is
+    also a ``BadRequestError``, ``UnknownBaseModelError`` with 404 a ``NotFoundError``, and
+    ``except`` by either catches it. The class made for each pair (once) has ``cls``'s name,
+    docstring and module, so tracebacks, ``repr`` and pickles read as ``cls``.
+    """
+    if issubclass(cls, status_class):
+        return cls
+    key = (cls, status_class)
+    joined = _JOINED.get(key)
+    if joined is None:
+        namespace = {"__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__}
+        joined = _JOINED.setdefault(key, type(cls.__name__, key, {**namespace, "_joins": key}))
+    return joined  # type: ignore[return-value]
+

@@ -153,6 +153,12 @@ def body_of(response: httpx.Response) -> Any:
         return text_of(response)
 
 
+def status_class(status: int) -> type[APIStatusError]:
+    """The class of an error response with ``status``: its own (``STATUS_CLASSES``), ``InternalServerError``
+    for 5xx, else ``APIStatusError``."""
+    return InternalServerError if status >= 500 else STATUS_CLASSES.get(status, APIStatusError)
+
+
 def status_error(
     response: httpx.Response, body: Any, *, detail: str | None = None, status: int | None = None
 ) -> APIStatusError:
@@ -161,7 +167,7 @@ def status_error(
     ``status`` overrides the response's (for an error event inside a stream that began with 200).
     """
     status = response.status_code if status is None else status
-    cls = InternalServerError if status >= 500 else STATUS_CLASSES.get(status, APIStatusError)
+    cls = status_class(status)
     if 300 <= status < 400:  # never followed: the request's credentials would go with it
         where = response.headers.get("location")
         shown = body if isinstance(body, str) else json.dumps(body) if detail is None else detail
