@@ -1,4 +1,4 @@
-"""The exception tree every client raises, and the two helpers its messages and retries need.
+"""The exception tree every client raises, and the helpers its messages and retries need.
 
 Hand-written: ``make regen`` copies this template from ``scripts/templates/exceptions.py`` to
 ``generated/exceptions.py``, where the per-``type`` ``GradientError`` subclasses generated from
@@ -9,17 +9,21 @@ when a stream's body ended before its final chunk); an answer with an error stat
 ``APIStatusError`` subclass for its status, or for Gradient's typed 4XX bodies the
 ``GradientError`` subclass named after the body's ``type``, which is also the status class of the
 status it came with (``with_status_class``); a success whose body is not what the spec promises
-raises ``APIResponseValidationError``. Messages never contain the credentials the request carried
-(``scrub``).
+raises ``APIResponseValidationError``. Messages never contain the credentials the request carried,
+as sent or escaped (``scrub``, ``excerpt``).
 """
 
 from __future__ import annotations
 
+import functools
+import json
+import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import quote, quote_plus
 
 import httpx
 
@@ -57,18 +61,51 @@ ValidationErrorItem = tuple[tuple[int | str, ...], str, str]
 
 
 def scrub(text: str, headers: Mapping[str, str]) -> str:
-    """``text`` with every credential sent in ``headers`` (a bearer token on its own, too) replaced.
+    """``text`` with every credential sent in ``headers`` (a bearer token on its own, too) replaced,
+    as sent and in the forms a message may quote it: JSON- or repr-escaped (once or twice over) and
+    URL-encoded.
 
     Values shorter than ``MIN_SECRET`` are left alone: no real credential is that short, and
     replacing every "t" of a message because a test passed ``access_token="t"`` would garble it.
     """
-    for name in SENSITIVE_HEADERS:
-        value = headers.get(name)
-        if value:
-            for secret in {value, value.rpartition(" ")[2]}:
-                if len(secret) >= MIN_SECRET:
-                    text = text.replace(secret, REDACTED)
-    return text
+    secrets = frozenset(
+        secret
+        for name in SENSITIVE_HEADERS
+        if (value := headers.get(name))
+        for secret in (value, value.rpartition(" ")[2])
+        if len(secret) >= MIN_SECRET
+    )
+    return _pattern(secrets).sub(REDACTED, text) if secrets else text
+
+
+def excerpt(text: str, headers: Mapping[str, str], limit: int) -> str:
+    """``text`` scrubbed, then cut to ``limit`` characters (``...`` marking a cut): scrubbing first, so
+    that no part of a credential the cut would split survives."""
+    text = scrub(text, headers)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+_ESCAPES: tuple[Callable[[str], str], ...] = (
+    lambda s: json.dumps(s)[1:-1],
+    lambda s: s.replace("/", "\\/"),  # JSON may escape a slash
+    lambda s: repr(s)[1:-1],
+    lambda s: s.replace("\\", "\\\\").replace("'", "\\'"),  # repr of a text with both quotes
+    lambda s: s.replace("\\", "\\\\").replace('"', '\\"'),
+    lambda s: quote(s, safe=""),
+    lambda s: quote(s),  # a path keeps its slashes
+    lambda s: quote_plus(s, safe=""),
+    lambda s: re.sub("%[0-9A-F]{2}", lambda m: m[0].lower(), quote(s, safe="")),
+)
+"""The ways a message may quote a text: JSON, ``repr`` and percent-encoding (either case of hex)."""
+
+
+@functools.lru_cache(maxsize=64)
+def _pattern(secrets: frozenset[str]) -> re.Pattern[str]:
+    """A pattern matching each of ``secrets`` in every form ``_ESCAPES`` gives, twice over, longest first."""
+    forms = set(secrets)
+    for _ in range(2):
+        forms |= {escape(form) for form in forms for escape in _ESCAPES}
+    return re.compile("|".join(map(re.escape, sorted(forms, key=len, reverse=True))))
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
@@ -238,7 +275,7 @@ class ContentFlaggedError(GradientError):
         self, message: str, *, response: httpx.Response, body: Any, type: str, raw: Any = None
     ) -> None:
         if raw is not None:
-            message = f"{message} (flagged: {self._shown(_samples(raw))})"
+            message = f"{message} (flagged: {self._shown(_samples(raw), response.request.headers)})"
         super().__init__(message, response=response, body=body, type=type, raw=raw)
 
     @property
@@ -247,11 +284,8 @@ class ContentFlaggedError(GradientError):
         return _samples(self.raw)
 
     @classmethod
-    def _shown(cls, samples: list[str]) -> str:
-        shown = [
-            repr(sample if len(sample) <= cls.SHOWN_SAMPLE else sample[: cls.SHOWN_SAMPLE] + "...")
-            for sample in samples[: cls.SHOWN_SAMPLES]
-        ]
+    def _shown(cls, samples: list[str], headers: Mapping[str, str]) -> str:
+        shown = [repr(excerpt(sample, headers, cls.SHOWN_SAMPLE)) for sample in samples[: cls.SHOWN_SAMPLES]]
         more = len(samples) - len(shown)
         return ", ".join(shown) + (f" and {more} more" if more else "")
 

@@ -24,10 +24,11 @@ from wrapper._generated.exceptions import (
     PermissionDeniedError,
     RateLimitError,
     UnprocessableEntityError,
+    excerpt,
     scrub,
 )
 
-from .redact import redacted_url
+from .redact import redacted_url, scrub_chain
 
 T = TypeVar("T")
 
@@ -98,6 +99,7 @@ def connection_error(exc: Exception, request: httpx.Request) -> APIConnectionErr
     else:  # reset, cut mid-body, a garbled status line or header, ...
         message = f"the connection to {where} failed: {detail}"
     error = (APITimeoutError if phase is not None else APIConnectionError)(message, request=request)
+    scrub_chain(exc, request.headers)  # the traceback shows it: it may quote what the server sent
     error.__cause__ = exc
     return error
 
@@ -172,7 +174,7 @@ def status_error(
         where = response.headers.get("location")
         shown = body if isinstance(body, str) else json.dumps(body) if detail is None else detail
         detail = f"redirect{f' to {where}' if where else ''} not followed" + (f"; {shown}" if shown else "")
-    error = cls(status_message(status, body, detail), response=response, body=body)
+    error = cls(status_message(response, status, body, detail), response=response, body=body)
     error.status_code = status
     return error
 
@@ -189,20 +191,20 @@ def requested(error: APIStatusError, hint: str | None = None) -> APIStatusError:
     return error
 
 
-def status_message(status: int, body: Any, detail: str | None = None) -> str:
-    """``HTTP <status>: <detail>``, the detail (the body, unless given) cut to an excerpt."""
+def status_message(response: httpx.Response, status: int, body: Any, detail: str | None = None) -> str:
+    """``HTTP <status>: <detail>``, the detail (the body, unless given) scrubbed and cut to an excerpt."""
     if detail is None:
         detail = body if isinstance(body, str) else json.dumps(body)
-    if len(detail) > _EXCERPT:
-        detail = detail[:_EXCERPT] + "..."
+    detail = excerpt(detail, response.request.headers, _EXCERPT)
     return f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
 
 
 def invalid(response: httpx.Response, what: str, event: str | None = None) -> APIResponseValidationError:
     """The error for a successful response (or a stream ``event``) that is not what the spec promises."""
     text = text_of(response) if event is None else event
+    shown = scrub(text, response.request.headers)[:_EXCERPT]  # scrubbed before the cut: no part survives
     return APIResponseValidationError(
-        f"HTTP {response.status_code} response {what}: {text[:_EXCERPT]!r}", response=response, text=text
+        f"HTTP {response.status_code} response {what}: {shown!r}", response=response, text=text
     )
 
 
