@@ -88,10 +88,9 @@ def connection_error(exc: Exception, request: httpx.Request) -> APIConnectionErr
         message = _TIMED_OUT[phase].format(where=where, seconds=_seconds(seconds))
     elif isinstance(exc, httpx.ConnectError):
         reason = _reason(exc)
-        check = (
-            "set SSL_CERT_FILE to the CA bundle that signed the server's certificate"
-            if reason.startswith("TLS certificate")
-            else "check base_url, and that the server is up and reachable"
+        check = next(
+            (advice for start, advice in _CHECKS if reason.startswith(start)),
+            "check base_url, and that the server is up and reachable",
         )
         message = f"cannot connect to {where} ({reason}): {check}"
     elif isinstance(exc, httpx.DecodingError):
@@ -102,6 +101,22 @@ def connection_error(exc: Exception, request: httpx.Request) -> APIConnectionErr
     scrub_chain(exc, request.headers)  # the traceback shows it: it may quote what the server sent
     error.__cause__ = exc
     return error
+
+
+_NAME_MISMATCH = (62, 64)
+"""OpenSSL's verify codes for a certificate that names another host (X509_V_ERR_HOSTNAME_MISMATCH) or
+address (X509_V_ERR_IP_ADDRESS_MISMATCH)."""
+_CHECKS = (
+    (
+        "TLS certificate not trusted",
+        "set SSL_CERT_FILE to the CA bundle that signed the server's certificate",
+    ),
+    (
+        "TLS certificate of another host",
+        "base_url's host must be one the certificate names (a CA bundle would not change that)",
+    ),
+)
+"""What to check for a failure to connect, by how its reason starts (the network, by default)."""
 
 
 def _seconds(value: float | None) -> str:
@@ -123,6 +138,8 @@ def _reason(exc: BaseException) -> str:
             todo.append(wrapped)
             continue
         if isinstance(current, ssl.SSLCertVerificationError):
+            if current.verify_code in _NAME_MISMATCH:
+                return f"TLS certificate of another host: {current.verify_message}"
             return f"TLS certificate not trusted: {current.verify_message}"
         if isinstance(current, ssl.SSLError):
             return f"TLS failed: {current.reason or current}"
