@@ -11,7 +11,7 @@ when a stream's body ended before its final chunk); an answer with an error stat
 ``GradientError`` subclass named after the body's ``type``, which is also the status class of the
 status it came with (``with_status_class``); a success whose body is not what the spec promises
 raises ``APIResponseValidationError``. Messages never contain the credentials the request carried,
-as sent or escaped (``scrub``, ``excerpt``).
+as sent or escaped (``scrub``, ``excerpt``). ``InsecureConnectionWarning`` is the one warning.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ __all__ = [
     "ContentFlaggedError",
     "GradientError",
     "IncompleteStreamError",
+    "InsecureConnectionWarning",
     "InternalServerError",
     "NotFoundError",
     "PayloadValidationError",
@@ -340,3 +341,6 @@ def with_status_class(cls: type[G], status_class: type[APIStatusError]) -> type[
         joined = _JOINED.setdefault(key, type(cls.__name__, key, {**namespace, "_joins": key}))
     return joined  # type: ignore[return-value]
 
+
+class InsecureConnectionWarning(UserWarning):
+    """A client's credentials would cross the network unprotected (plain ``http://``, unverified TLS)."""

@@ -103,7 +103,7 @@ Handler = Callable[[httpx.Request], httpx.Response]
 def _sync_outcome(api: str, method: str, handler: Handler, retries: int) -> Outcome:
     http = httpx.Client(transport=httpx.MockTransport(handler))
     chunks: list[CompletionChunk] = []
-    with new_client(api, "http://mock/api", max_retries=retries, http_client=http) as api_client:
+    with new_client(api, "https://mock/api", max_retries=retries, http_client=http) as api_client:
         try:
             if method == "complete":
                 return "ok", api_client.complete("model", "prompt")
@@ -118,7 +118,7 @@ async def _async_outcome(api: str, method: str, handler: Handler, retries: int) 
     http = httpx.AsyncClient(transport=httpx.MockTransport(handler))
     chunks: list[CompletionChunk] = []
     async with new_client(
-        api, "http://mock/api", asynchronous=True, max_retries=retries, http_client=http
+        api, "https://mock/api", asynchronous=True, max_retries=retries, http_client=http
     ) as api_client:
         try:
             if method == "complete":
