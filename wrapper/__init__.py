@@ -5,8 +5,7 @@ force), the hooks (``CallHooks``: what extras and your own code add to each call
 classes (``SyncClient``, ``AsyncClient``: to annotate code that takes
 either API's client) and the default HTTP clients (``DefaultHttpxClient``, ``DefaultAsyncHttpxClient``)
 are importable from here, and so are the router's ``Router``, ``AsyncRouter`` and ``Route``
-(``wrapper.router``); they load on first use, so that importing a client module stays as cheap as
-importing httpx.
+(``wrapper.router``); they load on first use, so that ``import wrapper`` loads none of them.
 """
 
 from __future__ import annotations
