@@ -16,6 +16,7 @@ from . import sse
 from .client import ClientCore, is_event_stream
 from .error_mapping import invalid
 from .headers import ResponseHeaders
+from .insecure import warn_if_insecure
 from .options import Options
 from .raw import RAW, AsyncWithRawResponse, AsyncWithStreamingResponse, RawResponse
 from .retries import Attempts, arun
@@ -67,6 +68,7 @@ class AsyncClient(ClientCore):
     ) -> None:
         limits = checked_limits(limits, checked_http_client(http_client, httpx.AsyncClient))
         super().__init__(wire, settings, default_headers, dict(options))
+        warn_if_insecure(self._base_url, http_client)
         self._transports = transports = AsyncTransports(
             http_client, limits=limits, verify=ssl_context, proxy=proxy_in_env()
         )
