@@ -1,0 +1,455 @@
+"""``SharedPacer``: one process's pacer of a limit kept in a ``RedisStore``, spending leases of it.
+
+A lease is the next few requests of the limit's timeline in the store (GCRA, as ``Pacer`` keeps its
+own: every booking pushes the time all bookings are paid for), with their tokens: as many as ``LEASE``
+seconds of the limit over the processes sharing it, so that they take turns in small steps. The pacer
+spends a lease at its requests' times (a caller late for its time by more than ``BURST`` loses it: the
+leases after it are others'), and asks for the next one in the background once half of it is spent,
+so requests wait on Redis only when a lease did not come in time. Each call reports what the process
+did since its last: successes and their real token counts (which move the token timeline, as
+``Pacer.correct`` moves its own), 429s (reported at once: their Retry-After pauses every process,
+and they cut the shared rate when too many), a cooldown started, and budget booked but not spent
+(given back on ``close``, or when a request costs more tokens than a lease has left).
+
+When the store is away (a call fails or does not answer within its timeout) the pacer drops its
+leases and paces alone to its share: the limit over the processes last seen with it (with no limit
+given, the shared rate it last heard over them), adapting to 429s as ``Pacer`` does. It tries the
+store again every ``RETRY`` seconds; back, it books leases again but keeps to its share as well for
+``REJOIN`` seconds, until the others it shared with are back too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from wrapper.batch import Pacer
+from wrapper.batch._pacing import BURST, MAX_RETRY_AFTER
+
+from ._constants import LEASE, REJOIN, RETRY
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from ._redis import RedisStore
+
+__all__ = ["POLL", "SharedPacer"]
+
+POLL = 0.001
+"""Seconds a request waiting for a lease waits before looking again."""
+
+
+@dataclass
+class _Report:
+    """What the process did since its last call, for its next."""
+
+    since: float  # when the last call went
+    succeeded: int = 0
+    limited: int = 0
+    retry_after: float | None = None
+    corrections: float = 0.0
+    back: float = 0.0
+    back_tokens: float = 0.0
+    waited: bool = False
+    cool: float | None = None
+
+    def arguments(self, now: float) -> list[str]:
+        """The report's part of the script's arguments."""
+        return [
+            str(self.succeeded),
+            repr(max(now - self.since, 0.0)),
+            str(self.limited),
+            "" if self.retry_after is None else repr(self.retry_after),
+            repr(self.corrections),
+            repr(self.back),
+            repr(self.back_tokens),
+            "1" if self.waited else "0",
+            "" if self.cool is None else repr(self.cool),
+        ]
+
+    @property
+    def urgent(self) -> bool:
+        """Whether it must go at once: it reports a 429 or a cooldown, which slow every process down."""
+        return bool(self.limited) or self.cool is not None
+
+
+class _Lease:
+    """Budget booked in the store, on this process's clock: ``count`` requests (0: any number) from
+    ``start`` at ``rate`` a second, and ``tokens`` tokens from ``token_start`` at ``token_rate``."""
+
+    def __init__(
+        self,
+        start: float,
+        count: int,
+        rate: float,
+        token_start: float,
+        tokens: float,
+        token_rate: float,
+        now: float,
+    ) -> None:
+        self.start, self.count, self.rate = start, count, rate
+        self.token_start, self.tokens, self.token_rate = token_start, tokens, token_rate
+        ends = [start + count / rate] if rate < math.inf else []
+        ends += [token_start + tokens / token_rate] if token_rate < math.inf else []
+        self.end = max(ends) + BURST if ends else now + LEASE
+        self.taken = 0
+        self.spent = 0.0
+        self.over = 0.0  # tokens spent beyond ``tokens``: a first request that costs more than the lease has
+
+    def take(self, cost: float, now: float, *, book: bool = True) -> float | None:
+        """The seconds a request of ``cost`` tokens waits for its turn on this lease (booked, unless not
+        ``book``), or None when the lease cannot serve it."""
+        if (self.count and self.taken >= self.count) or now > self.end:
+            return None
+        slot, ready = self.taken, -math.inf
+        if self.rate < math.inf:
+            slot = max(slot, math.floor((now - BURST - self.start) * self.rate))  # turns gone by are lost
+            if self.count and slot >= self.count:
+                return None
+            ready = self.start + slot / self.rate + min(1 / self.rate, BURST) - BURST
+        spent, token_ready = self.spent, -math.inf
+        if self.token_rate < math.inf:
+            spent = max(spent, (now - BURST - self.token_start) * self.token_rate)
+            if spent + cost > self.tokens * (1 + 1e-9) and self.taken:
+                return None
+            token_ready = (
+                self.token_start + spent / self.token_rate + min(cost / self.token_rate, BURST) - BURST
+            )
+        if book:
+            self.taken = slot + 1
+            self.over += (
+                max(spent + cost - max(self.tokens, spent), 0.0) if self.token_rate < math.inf else 0.0
+            )
+            self.spent = spent + cost
+        return max(ready, token_ready) - now
+
+    def low(self, now: float) -> bool:
+        """Whether half of it is spent (or gone by): time to ask for the next."""
+        if self.count:
+            return 2 * self.taken >= self.count or (
+                self.token_rate < math.inf and 2 * self.spent >= self.tokens
+            )
+        return now >= self.end - LEASE / 2
+
+    def unused(self, now: float) -> tuple[float, float]:
+        """Seconds of the request and token timelines it booked and will not spend from ``now`` on."""
+        back = back_tokens = 0.0
+        if self.rate < math.inf and self.count:
+            left = self.count - max(self.taken, math.ceil((now - self.start) * self.rate))
+            back = max(left, 0) / self.rate
+        if self.token_rate < math.inf:
+            left_tokens = self.tokens - max(self.spent, (now - self.token_start) * self.token_rate)
+            back_tokens = max(left_tokens, 0.0) / self.token_rate
+        return back, back_tokens
+
+
+class SharedPacer:
+    """``Pacer``'s methods over a limit kept in a ``RedisStore`` (``store.pacer(key, ...)`` makes it),
+    thread-safe: sync code waits each of ``turns``, async code awaits ``acquire``.
+
+    ``cool(seconds)`` starts a cooldown every process sharing the limit sees in ``cooling()``. ``close()``
+    gives back the budget booked and not spent.
+    """
+
+    def __init__(
+        self,
+        store: RedisStore,
+        key: str,
+        requests_per_minute: float | None,
+        tokens_per_minute: float | None,
+        adaptive: bool,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._store, self._key = store, key
+        self._rpm, self._tpm, self._adaptive = requests_per_minute, tokens_per_minute, adaptive
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._limits = [
+            "" if limit is None else repr(limit) for limit in (requests_per_minute, tokens_per_minute)
+        ]
+        self._warned = False
+        self._new_process()
+
+    def _new_process(self) -> None:
+        """Start afresh (as a forked child must: its parent's leases are its parent's)."""
+        self._pid = os.getpid()
+        now = self._clock()
+        self._leases: deque[_Lease] = deque()
+        self._call: Future[None] | None = None
+        self._report = _Report(now)
+        self._alone: Pacer | None = None  # this process's share, while the store is away and just after
+        self._rejoined = -math.inf  # when the store answered again after being away
+        self._retry_at = -math.inf
+        self._rate = math.inf if self._rpm is None else self._rpm / 60  # the shared request rate last heard
+        self._known = 1  # the processes last seen with the limit
+        self._ahead = 0.0  # seconds the limit was booked ahead when last heard
+        self._heard = now
+        self._paused_until = -math.inf
+        self._cool_until = -math.inf
+
+    def _here(self) -> float:
+        """Now (the caller holds the lock), in this process: a forked child starts afresh."""
+        if self._pid != os.getpid():
+            self._new_process()
+        return self._clock()
+
+    @property
+    def requests_per_minute(self) -> float:
+        """The request rate every process sharing the limit keeps now, as last heard (``inf``: none)."""
+        with self._lock:
+            return self._rate * 60
+
+    def _away(self, now: float) -> Pacer | None:
+        """The pacer of this process's share while the store is away (not while rejoining), else None."""
+        if self._alone is not None and self._rejoined == -math.inf:
+            return self._alone
+        if self._alone is not None and now >= self._rejoined + REJOIN:
+            self._alone = None
+        return None
+
+    def turns(self, cost: float) -> Iterator[float]:
+        """The seconds a request of ``cost`` estimated tokens waits for its turn, in parts: wait each."""
+        # waited for a lease to come: the request lost time to the store if it may go at once then
+        polled = False
+        while True:
+            with self._lock:
+                now = self._here()
+                alone = self._away(now)
+                if alone is not None:
+                    self._retry(now, cost)
+                else:
+                    wait = self._take(cost, now)
+                    if polled and wait is not None and wait <= 0:
+                        self._store.waited += 1
+            if alone is not None:
+                yield from alone.turns(cost)
+                return
+            if wait is None:
+                polled = True
+                yield POLL
+                continue
+            yield wait
+            return
+
+    def _take(self, cost: float, now: float) -> float | None:
+        """Book a turn on the leases held (the caller holds the lock): its wait, or None if none could."""
+        report = self._report
+        if now < self._paused_until:  # turns that go by in the pause are lost: book after it
+            report.waited = True
+            return self._paused_until - now
+        while self._leases:
+            lease = self._leases[0]
+            wait = lease.take(cost, now)
+            if wait is None:  # spent, gone by, or short of tokens: what is left of it goes back
+                back, back_tokens = lease.unused(now)
+                report.back += back
+                report.back_tokens += back_tokens
+                self._leases.popleft()
+                continue
+            report.corrections += lease.over
+            lease.over = 0.0
+            if self._alone is not None:  # rejoining: no more than its share either
+                wait = max(wait, self._alone.reserve(cost))
+            if len(self._leases) == 1 and lease.low(now):
+                self._ask(now, cost)
+            report.waited = report.waited or wait > 0
+            return wait
+        report.waited = True
+        self._ask(now, cost)
+        return None
+
+    def _retry(self, now: float, cost: float) -> None:
+        """While the store is away: try it again, every ``RETRY`` seconds."""
+        if now >= self._retry_at and self._call is None:
+            self._retry_at = now + RETRY
+            self._ask(now, cost)
+
+    def _ask(self, now: float, cost: float, *, lease: bool = True) -> None:
+        """Call the store in the background (the caller holds the lock), unless a call is out: report what
+        the process did, and book its next lease unless not ``lease``."""
+        if self._call is not None:
+            return
+        report, self._report = self._report, _Report(now)
+        hint = "" if self._rate == math.inf else repr(self._rate)
+        arguments = [
+            *self._limits,
+            "1" if self._adaptive else "0",
+            "1" if lease else "0",
+            repr(float(cost)),
+            *report.arguments(now),
+            hint,
+        ]
+        self._call = self._store.submit(lambda: self._exchange(arguments, lease))
+
+    def _exchange(self, arguments: list[str], lease: bool) -> None:
+        """One call to the store, on its thread, and what the answer (or its failure) changes."""
+        try:
+            answer = self._store.lease(self._key, arguments)
+        except Exception as error:  # whatever went wrong, requests go on, at this process's share
+            with self._lock:
+                self._call = None
+                pacing = self._alone_from(self._clock())
+            self._store.away(error, pacing)
+            return
+        with self._lock:
+            self._call = None
+            if self._pid != os.getpid():
+                return
+            now = self._clock()
+            mismatch = self._heard_answer(answer, lease, now)
+            if self._report.urgent:
+                self._ask(now, 0.0, lease=False)
+        self._store.back()
+        if mismatch:
+            from ._redis import logger
+
+            logger.warning(mismatch)
+
+    def _heard_answer(self, answer: list[str], lease: bool, now: float) -> str | None:
+        """Take in an answer of the store's (the caller holds the lock); a warning to log if the limit key
+        is given other limits by another process."""
+        start, count, rate, token_start, tokens, token_rate, paused, _, known, cool, ahead = map(
+            float, answer[:11]
+        )
+        if lease:
+            self._leases.append(
+                _Lease(now + start, int(count), rate, now + token_start, tokens, token_rate, now)
+            )
+        self._rate, self._known = rate, max(int(known), 1)
+        self._paused_until = max(self._paused_until, now + paused)
+        self._cool_until = max(self._cool_until, now + cool)
+        self._ahead, self._heard = ahead, now
+        if self._alone is not None and self._rejoined == -math.inf:
+            self._rejoined = now
+        given = [value and float(value) for value in answer[12:14]]
+        ours = [self._rpm, self._tpm]
+        if self._warned or all(theirs in ("", mine) for theirs, mine in zip(given, ours, strict=True)):
+            return None
+        self._warned = True
+        return (
+            f"the limit {self._key!r} in {self._store} was given other limits by another process "
+            f"(requests_per_minute={given[0] or None}, tokens_per_minute={given[1] or None}) than this one "
+            f"({self._rpm}, {self._tpm}): the latest given holds"
+        )
+
+    def _alone_from(self, now: float) -> str:
+        """Pace alone from now on (the caller holds the lock): this process's share, described for the log."""
+        self._leases.clear()
+        self._rejoined = -math.inf
+        self._retry_at = now + RETRY
+        known = self._known
+        rpm = self._rpm if self._rpm is not None else (None if self._rate == math.inf else self._rate * 60)
+        shares = [None if limit is None else limit / known for limit in (rpm, self._tpm)]
+        if self._alone is None:
+            self._alone = Pacer(*shares, adaptive=self._adaptive)
+        self._report = _Report(now)  # what happens alone is not the shared limit's
+        described = ", ".join(
+            f"{share:g} {unit}/min"
+            for share, unit in zip(shares, ("requests", "tokens"), strict=True)
+            if share
+        )
+        return f"{described or 'no limit'} for {self._key!r}, 1/{known} of it"
+
+    def delay(self, cost: float) -> float:
+        """The seconds a request of ``cost`` estimated tokens would wait for its turn now, booking nothing."""
+        with self._lock:
+            now = self._here()
+            alone = self._away(now)
+            if alone is not None:
+                return alone.delay(cost)
+            wait = max(self._ahead - (now - self._heard), 0.0)
+            for lease in self._leases:
+                taken = lease.take(cost, now, book=False)
+                if taken is not None:
+                    wait = taken
+                    break
+            if self._alone is not None:
+                wait = max(wait, self._alone.delay(cost))
+            return max(wait, self._paused_until - now)
+
+    def correct(self, estimate: float, actual: float) -> None:
+        """A request succeeded and used ``actual`` tokens where ``estimate`` was charged."""
+        with self._lock:
+            now = self._here()
+            alone = self._away(now)
+            if alone is None:
+                self._report.succeeded += 1
+                self._report.corrections += actual - estimate
+            else:
+                alone.correct(estimate, actual)
+
+    def slow_down(self, retry_after: float | None) -> None:
+        """A 429: every process pauses for ``retry_after`` seconds (this one at once, the others with their
+        next lease), and the shared rate is cut if 429s are too many."""
+        with self._lock:
+            now = self._here()
+            pause = 0.0 if retry_after is None else min(retry_after, MAX_RETRY_AFTER)
+            self._paused_until = max(self._paused_until, now + pause)
+            alone = self._away(now)
+            if alone is None:
+                report = self._report
+                report.limited += 1
+                if retry_after is not None:
+                    report.retry_after = max(report.retry_after or 0.0, retry_after)
+                self._ask(now, 0.0, lease=False)
+        if alone is not None:
+            alone.slow_down(retry_after)
+
+    def cool(self, seconds: float) -> None:
+        """Start a cooldown of ``seconds`` that every process sharing the limit sees."""
+        with self._lock:
+            now = self._here()
+            self._cool_until = max(self._cool_until, now + seconds)
+            if self._away(now) is None:
+                self._report.cool = max(self._report.cool or 0.0, seconds)
+                self._ask(now, 0.0, lease=False)
+
+    def cooling(self) -> float:
+        """Seconds left of the cooldown a process sharing the limit started (0: none)."""
+        with self._lock:
+            return max(self._cool_until - self._here(), 0.0)
+
+    def close(self) -> None:
+        """Give back what the leases held have not spent (waiting up to the store's timeout for it)."""
+        with self._lock:
+            call = self._call
+        if call is not None:  # a lease on its way: give it back too
+            call.result()
+        with self._lock:
+            now = self._here()
+            for lease in self._leases:
+                back, back_tokens = lease.unused(now)
+                self._report.back += back
+                self._report.back_tokens += back_tokens
+            self._leases.clear()
+            if self._away(now) is not None or not (self._report.back or self._report.back_tokens):
+                return
+            self._ask(now, 0.0, lease=False)
+            call = self._call
+        if call is not None:
+            call.result()
+
+    async def acquire(self, cost: float) -> None:
+        """``Limiter.acquire``: wait for a turn, as ``turns`` says."""
+        for wait in self.turns(cost):
+            if wait > 0:
+                await asyncio.sleep(wait)
+
+    async def settle(self, estimate: float, actual: float) -> None:
+        """``Limiter.settle``: ``correct``."""
+        self.correct(estimate, actual)
+
+    async def throttled(self, retry_after: float | None) -> None:
+        """``Limiter.throttled``: ``slow_down``."""
+        self.slow_down(retry_after)
+
+    def __repr__(self) -> str:
+        return f"SharedPacer({self._key!r} in {self._store})"
