@@ -32,6 +32,7 @@ SCRIPT = {
     "TTL": TTL,
     "RING": 40,  # slots of answers kept: RING * SLOT seconds cover WINDOW and a lease's late reports
     "SLOT": 0.1,
+    "BURST": _pacing.BURST,
     "MAX_RETRY_AFTER": _pacing.MAX_RETRY_AFTER,
     "BACKOFF": _pacing.BACKOFF,
     "RECOVERY": _pacing.RECOVERY,

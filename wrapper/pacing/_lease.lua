@@ -5,7 +5,8 @@
 -- requests and tokens booked so far are paid for), the pause a 429's Retry-After set, the request rate
 -- adapted to 429s (cut, then grown back), the opening when no limit is given, and a route's cooldown.
 -- A call reports what its process did since its last (requests sent, successes, 429s, token
--- corrections, budget it gives back) and, if asked, books a lease: the next `count` requests on the
+-- corrections, budget it gives back; a 429's pause is also published, so that every process pauses at
+-- once) and, if asked, books a lease: the next `count` requests on the
 -- timeline (and their tokens), which the process then spends at their times. Every time is the store's
 -- (Redis TIME); the caller gets them back in seconds from now, so machines' clocks never meet.
 --
@@ -34,16 +35,17 @@ local rpm, tpm = num(ARGV[2], nil), num(ARGV[3], nil)
 local adaptive = ARGV[4] == '1'
 local want = ARGV[5] == '1'           -- book a lease (else only report)
 local cost = num(ARGV[6], 0)          -- estimated tokens of the request the lease is for
-local succeeded = num(ARGV[7], 0)
-local span = num(ARGV[8], 0)          -- the seconds, ending now, over which those successes came
-local limited = num(ARGV[9], 0)       -- 429s
-local retry_after = num(ARGV[10], nil)
-local corrections = num(ARGV[11], 0)  -- real token counts minus estimates
-local back = num(ARGV[12], 0)         -- seconds of the request timeline booked and given back unused
-local back_tokens = num(ARGV[13], 0)  -- likewise, of the token timeline
-local waited = ARGV[14] == '1'        -- a request of the process waited for its turn
+local sent = num(ARGV[7], 0)           -- requests that took their turns
+local succeeded = num(ARGV[8], 0)
+local span = num(ARGV[9], 0)          -- the seconds, ending now, over which those successes came
+local limited = num(ARGV[10], 0)      -- 429s
+local retry_after = num(ARGV[11], nil)
+local corrections = num(ARGV[12], 0)  -- real token counts minus estimates
+local back = num(ARGV[13], 0)         -- seconds of the request timeline booked and given back unused
+local back_tokens = num(ARGV[14], 0)  -- likewise, of the token timeline
 local cool = num(ARGV[15], nil)       -- seconds of cooldown the process starts for the limit's route
 local hint = num(ARGV[16], nil)       -- requests a second to start from if the state is new
+local channel = ARGV[17]              -- where a pause is published, to every process at once
 
 local raw = redis.call('HGETALL', KEYS[1])
 local s = {}
@@ -60,7 +62,7 @@ local cut_at = num(s.cut_at, now)
 local opening = s.opening == '1' or (fresh and adaptive and not rpm and not tpm and not hint)
 local step_rate, step_start = num(s.step_rate, OPENING), num(s.step_start, now)
 local step_sent, step_answered = num(s.step_sent, 0), num(s.step_answered, 0)
-local step_limited, step_waited = num(s.step_limited, 0), s.step_waited == '1'
+local step_limited = num(s.step_limited, 0)
 local first_429 = num(s.first_429, nil)
 local cool_until = num(s.cool_until, -inf)
 
@@ -120,50 +122,70 @@ due = math.max(due - back, math.min(due, now))
 token_due = math.max(token_due - back_tokens, math.min(token_due, now))
 add(successes, now - span, now, succeeded)
 add(refusals, now, now, limited)
+-- A 429 pauses every process for its Retry-After: the turns booked before the pause ends are void,
+-- and the timeline starts again after it, evenly, with no burst (as the pacer's does).
 local pause = 0
-if retry_after then
-  pause = math.min(retry_after, MAX_RETRY_AFTER)
-  paused = math.max(paused, now + pause)
+if limited > 0 then
+  pause = math.min(retry_after or 0, MAX_RETRY_AFTER)
+  if now + pause > paused then
+    paused = now + pause
+    due = paused + BURST
+    redis.call('PUBLISH', channel, KEYS[1] .. '\n' .. id .. '\n' .. text(pause))
+  end
 end
 if cool then cool_until = math.max(cool_until, now + cool) end
 
--- The opening: a step's rate doubles when its answers were clean and its requests kept up with it
--- (as the pacer's opening does, in steps long enough for every process to report in one).
+-- The opening: a step's rate doubles when its 429s were no more than SHARE of its answers and its
+-- requests took half its turns at least (as reported in it) (as the pacer's opening does, in steps long enough for every
+-- process to report in one); after a step with more, it falls to what got through. It ends with the
+-- first cut. Unlike one pacer's, it never ends for want of requests: the processes' own concurrency
+-- may hold them back while the rate grows, and a rate none has tried is no rate to share.
+local heard = s.heard == '1' or succeeded + limited > 0  -- whether any answer was reported yet
 if opening then
+  step_sent = step_sent + sent
   step_answered = step_answered + succeeded + limited
   step_limited = step_limited + limited
-  step_waited = step_waited or waited
   if now - step_start >= STEP then
-    local unlimited = not step_waited and now - step_start <= 2 * STEP
     if step_limited > SHARE * step_answered then
       step_rate = math.max(math.min((step_answered - step_limited) / STEP, step_rate), OPENING)
     elseif step_sent >= math.max((step_rate * STEP - 1) / 2, 1) then
-      step_rate = 2 * step_rate
-    elseif step_sent > 0 and unlimited then
-      opening = false  -- the processes' own concurrency sets the pace, not the rate
-      cut_to, cut_at = inf, now
+      -- to twice what came back at most, once answers come (as TCP's window grows with them)
+      local window = heard and 2 * step_answered / STEP or inf
+      step_rate = math.max(math.min(2 * step_rate, window), step_rate)
     end
-    step_start, step_sent, step_answered, step_limited, step_waited = now, 0, 0, 0, false
+    step_start, step_sent, step_answered, step_limited = now, 0, 0, 0
   end
 end
 
 -- The cut: 429s are SHARE of the answers since the last cut (MIN_429S at least), and what got through
--- since the first of them is measured over at least INTERVAL, up to LEASE ago (every process busy then
--- has reported since): the rate is cut to BACKOFF of it, as the pacer cuts its own.
+-- since the first of them (over WINDOW at most) is measured: MIN_GOT successes, or WINDOW: the rate is
+-- cut to BACKOFF of it, as the pacer cuts its own. A process reports its successes with its next call:
+-- over a stretch, what was reported covers each process up to when it was last seen, and a rate is
+-- what was reported over that time (on average over the processes seen in the stretch).
 if adaptive and limited > 0 then
   first_429 = first_429 or now
+  local seen = redis.call('ZRANGEBYSCORE', KEYS[2], now - SEEN, '+inf', 'WITHSCORES')
+  local function covered(from)
+    local sum, count = 0, 0
+    for i = 2, #seen, 2 do
+      local at = tonumber(seen[i])
+      if at > from then sum, count = sum + at - from, count + 1 end
+    end
+    return count > 0 and sum / count or 0
+  end
   local since = math.max(now - WINDOW, cut_at)
   local refused = total(refusals, since, now)
-  local answered = refused + total(successes, since, now)
-  local from, to = math.max(first_429, cut_at), now - LEASE
-  if now - cut_at >= math.max(INTERVAL, pause) and refused >= math.max(MIN_429S, SHARE * answered)
-      and to - from >= INTERVAL then
-    local got = total(successes, from, to)
+  local got_since = total(successes, since, now)
+  local answered = refused + got_since * (now - since) / math.max(covered(since), SLOT)
+  if now - cut_at >= math.max(INTERVAL, pause) and refused >= math.max(MIN_429S, SHARE * answered) then
+    local from = math.max(first_429, cut_at, now - WINDOW)
+    local got = total(successes, from, now)
     if got >= MIN_GOT or now - first_429 >= WINDOW then
-      local achieved = got / (to - from)
+      local recent = got_since / math.max(covered(since), INTERVAL)
+      local achieved = math.min(got / math.max(covered(from), SLOT), recent)
       local before = rate()
       local cut
-      if opening or before == inf then
+      if opening or before == inf then  -- the first cut: no rate kept so far bounds it
         if achieved == 0 then
           achieved = total(booked, since, now) / math.max(math.min(WINDOW, now - cut_at), INTERVAL)
         end
@@ -171,6 +193,7 @@ if adaptive and limited > 0 then
       else
         cut = math.min(BACKOFF * before, math.max(BACKOFF * achieved, before / 2))
       end
+      redis.log(redis.LOG_WARNING, string.format('CUT now=%.2f first=%.2f from=%.2f got=%.1f cov=%.2f recent=%.2f achieved=%.2f before=%.2f cut=%.2f refused=%.1f answered=%.1f', now % 1000, first_429 % 1000, from % 1000, got, covered(from), recent, achieved, before, cut, refused, answered))
       opening = false
       cut_to, cut_at, first_429 = math.max(cut, MIN_RATE), now, nil
     end
@@ -201,9 +224,13 @@ if want then
     token_start = math.max(token_due, earliest)
     token_due = token_start + tokens / token_rate
   end
-  if opening then step_sent = step_sent + count end
   add(booked, now, now, count)
 end
+
+-- How far ahead a process may book: a lease, or a step while the limit opens or 429s come (a pause
+-- reaches the others with their next call).
+local lookahead = LEASE
+if opening or total(refusals, now - WINDOW, now) > 0 then lookahead = STEP end
 
 local function packed(counts)
   local parts = {}
@@ -216,7 +243,7 @@ redis.call('HSET', KEYS[1],
   'cut_to', text(cut_to), 'cut_at', text(cut_at), 'opening', opening and '1' or '0',
   'step_rate', text(step_rate), 'step_start', text(step_start), 'step_sent', text(step_sent),
   'step_answered', text(step_answered), 'step_limited', text(step_limited),
-  'step_waited', step_waited and '1' or '0', 'first_429', first_429 and text(first_429) or '',
+  'first_429', first_429 and text(first_429) or '', 'heard', heard and '1' or '0',
   'cool_until', text(cool_until), 'newest', text(newest),
   'successes', packed(successes), 'refusals', packed(refusals), 'booked', packed(booked),
   'rpm', rpm and text(rpm) or '', 'tpm', tpm and text(tpm) or '')
@@ -227,6 +254,7 @@ return {
   text(start - now), tostring(count), text(request_rate),
   text(token_start - now), text(tokens), text(token_rate),
   text(math.max(paused - now, 0)), tostring(active), tostring(known),
-  text(math.max(cool_until - now, 0)), text(math.max(due - now, 0)), fresh and '1' or '0',
+  text(math.max(cool_until - now, 0)), text(math.max(due - now, 0)), text(lookahead),
+  opening and '1' or '0', fresh and '1' or '0',
   s.rpm or '', s.tpm or '',
 }

@@ -12,10 +12,12 @@ says how); the store logs that once per outage, and once when Redis is back.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import secrets
 import socket
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from importlib import resources
@@ -24,6 +26,7 @@ from typing import Any, ClassVar, TypeVar
 try:
     import redis
     from redis.backoff import NoBackoff
+    from redis.client import PubSub, PubSubWorkerThread
     from redis.retry import Retry
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without redis
     from wrapper.extras import install_hint
@@ -35,6 +38,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
 from wrapper.batch import checked_limit
 
 from . import _constants as constants
+from ._constants import RETRY
 from ._shared import SharedPacer
 from ._store import SCHEMES, checked_key
 
@@ -49,6 +53,12 @@ PREFIX = "completion-clients:limit"
 _THREADS = 2  # calls to Redis at once, per process: each a round trip of a fraction of a millisecond
 
 T = TypeVar("T")
+
+
+def _unheard(error: BaseException, subscription: PubSub, listener: PubSubWorkerThread) -> None:
+    """The store stopped answering the subscription: try again a while later (pauses then come with the
+    calls, as the calls themselves fall back on a share)."""
+    time.sleep(RETRY)
 
 
 def _script() -> str:
@@ -89,7 +99,9 @@ class RedisStore:
         if not isinstance(prefix, str) or not prefix:
             raise ValueError(f"RedisStore: prefix must be a non-empty string; got {prefix!r}")
         self.prefix = prefix
+        self.channel = f"{prefix}:pauses"
         self.timeout = timeout
+        self._keys: dict[str, list[SharedPacer]] = {}  # each state key's pacers
         self._script = self._redis.register_script(_script())
         self._pacers: dict[tuple[str, float | None, float | None, bool], SharedPacer] = {}
         self._lock = threading.Lock()
@@ -112,6 +124,30 @@ class RedisStore:
         self._pid = os.getpid()
         self.process = f"{socket.gethostname()}:{self._pid}:{secrets.token_hex(4)}"
         self._calls = ThreadPoolExecutor(_THREADS, thread_name_prefix="limit-store")
+        self._listener: PubSubWorkerThread | None = None
+        self._listen_at = -math.inf
+
+    def _listen(self) -> None:
+        """Hear the pauses other processes publish (the caller holds the lock), on a thread of the store's;
+        while the store is away, its calls bring them (a subscription is tried again every ``RETRY``)."""
+        now = time.monotonic()
+        if self._listener is not None or now < self._listen_at:
+            return
+        self._listen_at = now + RETRY
+        subscription = self._redis.pubsub(ignore_subscribe_messages=True)
+        try:
+            subscription.subscribe(**{self.channel: self._paused})
+        except redis.RedisError:
+            subscription.close()
+            return
+        self._listener = subscription.run_in_thread(sleep_time=1.0, daemon=True, exception_handler=_unheard)
+
+    def _paused(self, message: dict[str, Any]) -> None:
+        """Another process met a 429: the pacers of its limit pause for its Retry-After."""
+        state, process, seconds = message["data"].decode().split("\n")
+        if process != self.process:
+            for pacer in self._keys.get(state, ()):
+                pacer.pause(float(seconds))
 
     def pacer(
         self,
@@ -132,21 +168,29 @@ class RedisStore:
             pacer = self._pacers.get(limits)
             if pacer is None:
                 pacer = self._pacers[limits] = SharedPacer(self, *limits)
+                self._keys.setdefault(self.state_key(key), []).append(pacer)
             return pacer
+
+    def state_key(self, key: str) -> str:
+        """The Redis key of a limit key's state (``{key}``: its keys share one slot of a cluster)."""
+        return f"{self.prefix}:{{{key}}}"
 
     def submit(self, call: Callable[[], T]) -> Future[T]:
         """Run ``call`` on the store's threads (started again in a forked child, which has none)."""
         with self._lock:
             if self._pid != os.getpid():
                 self._started()
+            self._listen()
             return self._calls.submit(call)
 
     def lease(self, key: str, arguments: Sequence[str]) -> list[str]:
         """One call of the lease script for ``key``: one round trip (a store that lost its scripts, being
         restarted, takes two)."""
         self.round_trips += 1
-        keys = [f"{self.prefix}:{{{key}}}", f"{self.prefix}:{{{key}}}:processes"]
-        answer: list[Any] = self._script(keys=keys, args=[self.process, *arguments])
+        state = self.state_key(key)
+        answer: list[Any] = self._script(
+            keys=[state, f"{state}:processes"], args=[self.process, *arguments, self.channel]
+        )
         return [value.decode() if isinstance(value, bytes) else str(value) for value in answer]
 
     def away(self, error: BaseException, pacing: str) -> None:
@@ -175,6 +219,8 @@ class RedisStore:
         for pacer in list(self._pacers.values()):
             pacer.close()
         self._calls.shutdown(wait=True)
+        if self._listener is not None:
+            self._listener.stop()  # its thread ends with its wait for a message, closing its connection
         self._redis.close()
 
     def __reduce__(self) -> tuple[Callable[[str], RedisStore], tuple[str]]:

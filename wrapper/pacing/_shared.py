@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 __all__ = ["POLL", "SharedPacer"]
 
 POLL = 0.001
-"""Seconds a request waiting for a lease waits before looking again."""
+"""Seconds a request waiting for a call to the store waits before looking again."""
+_TURN, _WAIT, _POLL = object(), object(), object()  # what a request does next: ``SharedPacer._next``
 
 
 @dataclass
@@ -51,18 +52,19 @@ class _Report:
     """What the process did since its last call, for its next."""
 
     since: float  # when the last call went
+    sent: int = 0  # requests that took their turns
     succeeded: int = 0
     limited: int = 0
     retry_after: float | None = None
     corrections: float = 0.0
     back: float = 0.0
     back_tokens: float = 0.0
-    waited: bool = False
     cool: float | None = None
 
     def arguments(self, now: float) -> list[str]:
         """The report's part of the script's arguments."""
         return [
+            str(self.sent),
             str(self.succeeded),
             repr(max(now - self.since, 0.0)),
             str(self.limited),
@@ -70,7 +72,6 @@ class _Report:
             repr(self.corrections),
             repr(self.back),
             repr(self.back_tokens),
-            "1" if self.waited else "0",
             "" if self.cool is None else repr(self.cool),
         ]
 
@@ -98,7 +99,8 @@ class _Lease:
         self.token_start, self.tokens, self.token_rate = token_start, tokens, token_rate
         ends = [start + count / rate] if rate < math.inf else []
         ends += [token_start + tokens / token_rate] if token_rate < math.inf else []
-        self.end = max(ends) + BURST if ends else now + LEASE
+        self.until = max(ends) if ends else now + LEASE  # when the time it books ends
+        self.end = self.until + BURST if ends else self.until  # when it can serve no more
         self.taken = 0
         self.spent = 0.0
         self.over = 0.0  # tokens spent beyond ``tokens``: a first request that costs more than the lease has
@@ -129,6 +131,19 @@ class _Lease:
             )
             self.spent = spent + cost
         return max(ready, token_ready) - now
+
+    def skip(self, now: float) -> None:
+        """Give up the turns before ``now``: a process that kept to its share did not send in them."""
+        if self.rate < math.inf:
+            self.taken = max(self.taken, math.ceil((now - self.start) * self.rate))
+        if self.token_rate < math.inf:
+            self.spent = max(self.spent, (now - self.token_start) * self.token_rate)
+
+    def close(self) -> None:
+        """Serve no more requests."""
+        self.count = self.taken = max(self.taken, 1)
+        self.spent = max(self.spent, self.tokens)
+        self.end = -math.inf
 
     def low(self, now: float) -> bool:
         """Whether half of it is spent (or gone by): time to ask for the next."""
@@ -186,11 +201,16 @@ class SharedPacer:
         self._call: Future[None] | None = None
         self._report = _Report(now)
         self._alone: Pacer | None = None  # this process's share, while the store is away and just after
+        self._primed = False  # whether its first BURST is booked
+        self._horizon = -math.inf  # when the time booked on leases ends, as last heard
         self._rejoined = -math.inf  # when the store answered again after being away
         self._retry_at = -math.inf
         self._rate = math.inf if self._rpm is None else self._rpm / 60  # the shared request rate last heard
         self._known = 1  # the processes last seen with the limit
         self._ahead = 0.0  # seconds the limit was booked ahead when last heard
+        self._booked = -math.inf  # when the time booked on this process's leases ends
+        self._lookahead = LEASE  # how far ahead of now a process books (less while the limit opens)
+        self._opening = False  # whether the limit is opening: then each answer is reported at once
         self._heard = now
         self._paused_until = -math.inf
         self._cool_until = -math.inf
@@ -208,63 +228,100 @@ class SharedPacer:
             return self._rate * 60
 
     def _away(self, now: float) -> Pacer | None:
-        """The pacer of this process's share while the store is away (not while rejoining), else None."""
+        """The pacer of this process's share while the store is away (not while rejoining), else None.
+
+        Rejoined for ``REJOIN`` seconds, the process stops keeping to its share: the turns of its leases
+        that went by meanwhile are given up, or they would all go at once.
+        """
         if self._alone is not None and self._rejoined == -math.inf:
             return self._alone
         if self._alone is not None and now >= self._rejoined + REJOIN:
             self._alone = None
+            for lease in self._leases:
+                lease.skip(now)
         return None
 
     def turns(self, cost: float) -> Iterator[float]:
-        """The seconds a request of ``cost`` estimated tokens waits for its turn, in parts: wait each."""
-        # waited for a lease to come: the request lost time to the store if it may go at once then
-        polled = False
+        """The seconds a request of ``cost`` estimated tokens waits for its turn, in parts: wait each.
+
+        A turn is booked on a lease, or (while the store is away) on this process's share. A pause (a
+        429's Retry-After) that comes before the turn voids it: the request books again after the pause.
+        """
+        polled = False  # it waited for a call to the store
         while True:
             with self._lock:
                 now = self._here()
-                alone = self._away(now)
-                if alone is not None:
-                    self._retry(now, cost)
-                else:
-                    wait = self._take(cost, now)
-                    if polled and wait is not None and wait <= 0:
-                        self._store.waited += 1
+                kind, wait, alone = self._next(cost, now)
+                paused = self._paused_until
+                if kind is _TURN and polled and wait <= 0:  # it could have gone sooner: lost to the store
+                    self._store.waited += 1
             if alone is not None:
                 yield from alone.turns(cost)
                 return
-            if wait is None:
-                polled = True
-                yield POLL
-                continue
+            polled = polled or kind is _POLL
             yield wait
-            return
+            if kind is _TURN:  # it goes, unless a pause came meanwhile and is not over
+                with self._lock:
+                    if self._paused_until <= paused or self._clock() >= self._paused_until:
+                        return
 
-    def _take(self, cost: float, now: float) -> float | None:
-        """Book a turn on the leases held (the caller holds the lock): its wait, or None if none could."""
+    def _next(self, cost: float, now: float) -> tuple[object, float, Pacer | None]:
+        """What a request of ``cost`` tokens does next (the caller holds the lock): ``_TURN`` (booked: wait
+        for it), ``_WAIT`` or ``_POLL`` (wait, then ask again), or pace with the pacer given (alone)."""
+        alone = self._away(now)
+        if now < self._paused_until:  # turns that go by in a pause are lost: book after it
+            return _WAIT, self._paused_until - now, None
+        if alone is not None and now >= self._horizon:
+            self._retry(now, cost)
+            if not self._primed:  # no burst when the share starts: its first BURST is booked
+                self._primed = True
+                for _ in range(math.ceil(BURST * alone.requests_per_minute / 60)):
+                    alone.reserve(0)
+            return _WAIT, 0.0, alone
+        if alone is None and self._alone is not None and (share := self._alone.delay(cost)) > 0:
+            return _WAIT, share, None  # rejoining: its share's turn first, then a lease's
+        wait = self._take(cost, now, ask=alone is None)
+        if wait is not None:
+            return _TURN, wait, None
+        if alone is not None:  # every process's leases run until then; this one's are spent
+            return _WAIT, self._horizon - now, None
+        if self._call is not None:
+            return _POLL, POLL, None
+        return _WAIT, max(self._booked - self._lookahead - now, POLL), None
+
+    def _take(self, cost: float, now: float, *, ask: bool = True) -> float | None:
+        """Book a turn on the leases held (the caller holds the lock): its wait, or None if none could.
+        Unless not ``ask``, the next lease is asked for when they run low and the time they book ends
+        within ``lookahead``: no process books far ahead.
+
+        While rejoining, the turn is booked on this process's share too.
+        """
         report = self._report
-        if now < self._paused_until:  # turns that go by in the pause are lost: book after it
-            report.waited = True
-            return self._paused_until - now
         while self._leases:
             lease = self._leases[0]
             wait = lease.take(cost, now)
             if wait is None:  # spent, gone by, or short of tokens: what is left of it goes back
-                back, back_tokens = lease.unused(now)
-                report.back += back
-                report.back_tokens += back_tokens
+                self._give_back(lease, now)
                 self._leases.popleft()
                 continue
+            report.sent += 1
             report.corrections += lease.over
             lease.over = 0.0
-            if self._alone is not None:  # rejoining: no more than its share either
+            if self._alone is not None and self._rejoined > -math.inf:
                 wait = max(wait, self._alone.reserve(cost))
-            if len(self._leases) == 1 and lease.low(now):
+            if ask and len(self._leases) == 1 and lease.low(now) and self._booked - now <= self._lookahead:
                 self._ask(now, cost)
-            report.waited = report.waited or wait > 0
             return wait
-        report.waited = True
-        self._ask(now, cost)
+        if ask and self._booked - now <= self._lookahead:
+            self._ask(now, cost)
         return None
+
+    def _give_back(self, lease: _Lease, now: float) -> None:
+        """End ``lease`` now (the caller holds the lock): what it has not spent goes with the next report."""
+        back, back_tokens = lease.unused(now)
+        self._report.back += back
+        self._report.back_tokens += back_tokens
+        lease.close()
 
     def _retry(self, now: float, cost: float) -> None:
         """While the store is away: try it again, every ``RETRY`` seconds."""
@@ -287,9 +344,9 @@ class SharedPacer:
             *report.arguments(now),
             hint,
         ]
-        self._call = self._store.submit(lambda: self._exchange(arguments, lease))
+        self._call = self._store.submit(lambda: self._exchange(arguments, lease, now))
 
-    def _exchange(self, arguments: list[str], lease: bool) -> None:
+    def _exchange(self, arguments: list[str], lease: bool, asked: float) -> None:
         """One call to the store, on its thread, and what the answer (or its failure) changes."""
         try:
             answer = self._store.lease(self._key, arguments)
@@ -304,8 +361,8 @@ class SharedPacer:
             if self._pid != os.getpid():
                 return
             now = self._clock()
-            mismatch = self._heard_answer(answer, lease, now)
-            if self._report.urgent:
+            mismatch = self._heard_answer(answer, lease, now, now - asked)
+            if self._report.urgent or (self._opening and self._report.succeeded):
                 self._ask(now, 0.0, lease=False)
         self._store.back()
         if mismatch:
@@ -313,23 +370,28 @@ class SharedPacer:
 
             logger.warning(mismatch)
 
-    def _heard_answer(self, answer: list[str], lease: bool, now: float) -> str | None:
-        """Take in an answer of the store's (the caller holds the lock); a warning to log if the limit key
-        is given other limits by another process."""
-        start, count, rate, token_start, tokens, token_rate, paused, _, known, cool, ahead = map(
-            float, answer[:11]
+    def _heard_answer(self, answer: list[str], lease: bool, now: float, took: float) -> str | None:
+        """Take in an answer of the store's, which took ``took`` seconds to come (the caller holds the
+        lock); a warning to log if the limit key is given other limits by another process."""
+        start, count, rate, token_start, tokens, token_rate, paused, _, known, cool, ahead, lookahead = map(
+            float, answer[:12]
         )
+        if paused and now + paused > self._paused_until + took:  # a pause not heard of yet
+            self._paused(now, now + paused)
+        for held in self._leases:  # booked at a rate since cut: what they have not spent goes back
+            if rate < held.rate * (1 - 1e-9):
+                self._give_back(held, now)
         if lease:
-            self._leases.append(
-                _Lease(now + start, int(count), rate, now + token_start, tokens, token_rate, now)
-            )
+            booked = _Lease(now + start, int(count), rate, now + token_start, tokens, token_rate, now)
+            self._leases.append(booked)
+            self._booked = max(self._booked, booked.until)
+        self._lookahead, self._opening = lookahead, answer[12] == "1"
         self._rate, self._known = rate, max(int(known), 1)
-        self._paused_until = max(self._paused_until, now + paused)
         self._cool_until = max(self._cool_until, now + cool)
         self._ahead, self._heard = ahead, now
         if self._alone is not None and self._rejoined == -math.inf:
             self._rejoined = now
-        given = [value and float(value) for value in answer[12:14]]
+        given = [value and float(value) for value in answer[14:16]]
         ours = [self._rpm, self._tpm]
         if self._warned or all(theirs in ("", mine) for theirs, mine in zip(given, ours, strict=True)):
             return None
@@ -341,8 +403,11 @@ class SharedPacer:
         )
 
     def _alone_from(self, now: float) -> str:
-        """Pace alone from now on (the caller holds the lock): this process's share, described for the log."""
-        self._leases.clear()
+        """Pace alone from now on (the caller holds the lock): this process's share, described for the log.
+
+        The share starts once the time booked on leases when the store last answered has gone by; until
+        then, the process spends its own leases.
+        """
         self._rejoined = -math.inf
         self._retry_at = now + RETRY
         known = self._known
@@ -350,6 +415,10 @@ class SharedPacer:
         shares = [None if limit is None else limit / known for limit in (rpm, self._tpm)]
         if self._alone is None:
             self._alone = Pacer(*shares, adaptive=self._adaptive)
+            self._primed = False
+        # Every process's leases run until the time booked when the store last answered: this one's are
+        # spent until then, and the share starts then.
+        self._horizon = self._heard + self._ahead
         self._report = _Report(now)  # what happens alone is not the shared limit's
         described = ", ".join(
             f"{share:g} {unit}/min"
@@ -383,6 +452,8 @@ class SharedPacer:
             if alone is None:
                 self._report.succeeded += 1
                 self._report.corrections += actual - estimate
+                if self._opening:  # its steps are judged by their answers
+                    self._ask(now, 0.0, lease=False)
             else:
                 alone.correct(estimate, actual)
 
@@ -392,7 +463,7 @@ class SharedPacer:
         with self._lock:
             now = self._here()
             pause = 0.0 if retry_after is None else min(retry_after, MAX_RETRY_AFTER)
-            self._paused_until = max(self._paused_until, now + pause)
+            self._paused(now, now + pause)
             alone = self._away(now)
             if alone is None:
                 report = self._report
@@ -402,6 +473,21 @@ class SharedPacer:
                 self._ask(now, 0.0, lease=False)
         if alone is not None:
             alone.slow_down(retry_after)
+
+    def pause(self, seconds: float) -> None:
+        """Another process sharing the limit met a 429: pause for its Retry-After."""
+        with self._lock:
+            now = self._here()
+            self._paused(now, now + seconds)
+
+    def _paused(self, now: float, until: float) -> None:
+        """Pause until ``until`` (the caller holds the lock), if later than the pause so far: the leases
+        held are void (the store starts the timeline again after the pause, as every process hears at
+        once), and the turns booked on them are booked again after it."""
+        if until > self._paused_until:
+            self._paused_until = until
+            self._leases.clear()
+            self._booked = -math.inf
 
     def cool(self, seconds: float) -> None:
         """Start a cooldown of ``seconds`` that every process sharing the limit sees."""
@@ -426,9 +512,7 @@ class SharedPacer:
         with self._lock:
             now = self._here()
             for lease in self._leases:
-                back, back_tokens = lease.unused(now)
-                self._report.back += back
-                self._report.back_tokens += back_tokens
+                self._give_back(lease, now)
             self._leases.clear()
             if self._away(now) is not None or not (self._report.back or self._report.back_tokens):
                 return
