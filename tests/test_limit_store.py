@@ -5,6 +5,7 @@ wait for theirs (``next_turn``): how long that takes is when the turn came."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import pickle
@@ -94,7 +95,9 @@ def test_store_time_is_the_only_time_processes_compare(stores: Callable[[], Redi
 def test_a_killed_process_leaves_the_limit_to_the_others_within_the_time_it_had_booked(
     redis_url: str, stores: Callable[[], RedisStore]
 ) -> None:
-    with subprocess.Popen([sys.executable, "-c", CHILD, redis_url, KEY], stdout=subprocess.PIPE, text=True) as child:
+    with subprocess.Popen(
+        [sys.executable, "-c", CHILD, redis_url, KEY], stdout=subprocess.PIPE, text=True
+    ) as child:
         assert child.stdout is not None
         booked = float(child.stdout.readline())  # seconds of the limit it holds from now on
         child.send_signal(signal.SIGKILL)
@@ -144,7 +147,7 @@ def test_with_the_store_away_a_process_paces_to_its_share_and_says_so_once(
             redis_server.start()
         else:
             redis_server.resume()
-    gaps = [later - earlier for earlier, later in zip(turns, turns[1:], strict=False)]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(turns)]
     assert gaps == pytest.approx([2 * 60 / 600] * 4, abs=0.02)  # 300/min: half of 600
     away = [r.getMessage() for r in caplog.records if "is away" in r.getMessage()]
     assert len(away) == 1, away
@@ -248,7 +251,9 @@ def test_a_store_is_given_by_url_or_as_a_store(redis_url: str) -> None:
         (42, TypeError, "limit_store must be a Redis URL .* got int"),
     ],
 )
-def test_a_bad_store_is_refused_naming_limit_store(value: object, error: type[Exception], message: str) -> None:
+def test_a_bad_store_is_refused_naming_limit_store(
+    value: object, error: type[Exception], message: str
+) -> None:
     with pytest.raises(error, match=message) as raised:
         limit_store(value)
     assert "secret" not in str(raised.value)
@@ -263,5 +268,5 @@ def test_bad_keys_limits_and_prefixes_are_refused(redis_url: str) -> None:
         store.pacer(KEY, requests_per_minute=-1)
     with pytest.raises(ValueError, match="prefix must be a non-empty string"):
         RedisStore(redis_url, prefix="")
-    with pytest.raises(TypeError, match="a redis:// URL or a redis.Redis client"):
+    with pytest.raises(TypeError, match=r"a redis:// URL or a redis\.Redis client"):
         RedisStore(42)  # type: ignore[arg-type]

@@ -193,7 +193,6 @@ if adaptive and limited > 0 then
       else
         cut = math.min(BACKOFF * before, math.max(BACKOFF * achieved, before / 2))
       end
-      redis.log(redis.LOG_WARNING, string.format('CUT now=%.2f first=%.2f from=%.2f got=%.1f cov=%.2f recent=%.2f achieved=%.2f before=%.2f cut=%.2f refused=%.1f answered=%.1f', now % 1000, first_429 % 1000, from % 1000, got, covered(from), recent, achieved, before, cut, refused, answered))
       opening = false
       cut_to, cut_at, first_429 = math.max(cut, MIN_RATE), now, nil
     end

@@ -140,7 +140,7 @@ class RedisStore:
         except redis.RedisError:
             subscription.close()
             return
-        self._listener = subscription.run_in_thread(sleep_time=1.0, daemon=True, exception_handler=_unheard)
+        self._listener = subscription.run_in_thread(sleep_time=0.1, daemon=True, exception_handler=_unheard)
 
     def _paused(self, message: dict[str, Any]) -> None:
         """Another process met a 429: the pacers of its limit pause for its Retry-After."""

@@ -40,10 +40,12 @@ if TYPE_CHECKING:
 
     from ._redis import RedisStore
 
-__all__ = ["POLL", "SharedPacer"]
+__all__ = ["HEARD", "POLL", "SharedPacer"]
 
 POLL = 0.001
 """Seconds a request waiting for a call to the store waits before looking again."""
+HEARD = 0.05
+"""Seconds a pause published may come later than the same pause in an answer of the store's."""
 _TURN, _WAIT, _POLL = object(), object(), object()  # what a request does next: ``SharedPacer._next``
 
 
@@ -213,6 +215,7 @@ class SharedPacer:
         self._opening = False  # whether the limit is opening: then each answer is reported at once
         self._heard = now
         self._paused_until = -math.inf
+        self._plan = 0  # bumped by each pause: the turns booked before it are void
         self._cool_until = -math.inf
 
     def _here(self) -> float:
@@ -252,7 +255,7 @@ class SharedPacer:
             with self._lock:
                 now = self._here()
                 kind, wait, alone = self._next(cost, now)
-                paused = self._paused_until
+                plan = self._plan
                 if kind is _TURN and polled and wait <= 0:  # it could have gone sooner: lost to the store
                     self._store.waited += 1
             if alone is not None:
@@ -260,9 +263,9 @@ class SharedPacer:
                 return
             polled = polled or kind is _POLL
             yield wait
-            if kind is _TURN:  # it goes, unless a pause came meanwhile and is not over
+            if kind is _TURN:  # it goes, unless a pause came meanwhile: it voided the turn
                 with self._lock:
-                    if self._paused_until <= paused or self._clock() >= self._paused_until:
+                    if self._plan == plan:
                         return
 
     def _next(self, cost: float, now: float) -> tuple[object, float, Pacer | None]:
@@ -478,7 +481,8 @@ class SharedPacer:
         """Another process sharing the limit met a 429: pause for its Retry-After."""
         with self._lock:
             now = self._here()
-            self._paused(now, now + seconds)
+            if now + seconds > self._paused_until + HEARD:  # not heard of already, from the store's answer
+                self._paused(now, now + seconds)
 
     def _paused(self, now: float, until: float) -> None:
         """Pause until ``until`` (the caller holds the lock), if later than the pause so far: the leases
@@ -486,6 +490,7 @@ class SharedPacer:
         once), and the turns booked on them are booked again after it."""
         if until > self._paused_until:
             self._paused_until = until
+            self._plan += 1
             self._leases.clear()
             self._booked = -math.inf
 
