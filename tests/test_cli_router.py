@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from wrapper._cli import main
+from wrapper.batch import read_results
 from wrapper.sandbox import Sandbox
 
 SCALE_MODEL = "llama-3-8b-instruct"
@@ -52,7 +53,7 @@ def test_a_batch_over_routes_fails_over_names_each_results_route_and_resumes(
     inputs, output = _inputs(tmp_path, 20), str(tmp_path / "out.jsonl")
     command = ["batch", "routes", routes, inputs, "-o", output, "--max-tokens", "3", "--no-progress"]
     assert main(command) == 0
-    lines = [json.loads(line) for line in Path(output).read_text().splitlines()]
+    lines = list(read_results(output))
     assert sorted(line["id"] for line in lines) == sorted(f"p{i}" for i in range(20))
     assert {line["route"] for line in lines} == {"up"}
     assert all(len(line["text"].split()) <= 3 for line in lines)  # max_tokens, as Gradient names it
