@@ -63,7 +63,7 @@ async def test_a_request_budget_sends_exactly_that_many_prompts(counted_sandbox:
 
 
 def test_a_prompt_in_flight_when_the_budget_is_reached_is_retried_to_its_end(
-    counted_sandbox: Sandbox, scale: Scale
+    counted_sandbox: Sandbox, scale: Scale, sleeps: list[float]
 ) -> None:
     counted_sandbox.inject(status=503, count=2, api="scale")
     budget = Budget(requests=1)

@@ -43,7 +43,7 @@ def test_every_prompt_goes_to_each_model_once_and_each_result_names_its_target(
 
 
 def test_a_failing_target_gives_its_own_error_and_the_other_answers(
-    counted_sandbox: Sandbox, scale: Scale
+    counted_sandbox: Sandbox, scale: Scale, sleeps: list[float]
 ) -> None:
     counted_sandbox.inject(status=500, rate=1.0, api="scale", model=MISTRAL)
     with scale.with_options(max_retries=1) as retried:
@@ -58,6 +58,7 @@ def test_a_failing_target_gives_its_own_error_and_the_other_answers(
     failed = [r.error for r in results if r.error is not None]
     assert {type(error).__name__ for error in failed} == {"InternalServerError"}  # not AllRoutesFailedError
     assert all(r.to_dict()["error"]["status"] == 500 for r in results if not r.ok)  # type: ignore[index]
+    assert counted_sandbox.stats().requests == 2 + 2 * 2  # each failing prompt retried once, on its own route
 
 
 async def test_an_async_fan_out_over_both_apis_sends_each_its_own_max_tokens(

@@ -57,7 +57,10 @@ def test_a_batch_over_routes_fails_over_names_each_results_route_and_resumes(
     assert sorted(line["id"] for line in lines) == sorted(f"p{i}" for i in range(20))
     assert {line["route"] for line in lines} == {"up"}
     assert all(len(line["text"].split()) <= 3 for line in lines)  # max_tokens, as Gradient names it
-    assert "20 done, 0 failed" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "20 done, 0 failed" in err
+    assert f"{output}: 20 results: 20 succeeded, 0 failed; " in err  # the output's totals, per route
+    assert "\n  up: 20 results: 20 succeeded, 0 failed; " in err
     assert main(command) == 0  # resumed: nothing left to send
     assert "0 done, 0 failed, 20 skipped" in capsys.readouterr().err
     assert up.stats().requests == 20

@@ -157,6 +157,28 @@ def test_a_fan_outs_summary_counts_failures_by_type_and_tokens_per_target(
     assert "1 input line was refused (the first: " in err
 
 
+def test_retry_failed_in_a_fan_out_sends_again_the_failed_pairs_alone(
+    served: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs, output = _inputs(tmp_path / "in.jsonl", 30), tmp_path / "out.jsonl"
+    served.inject(status=400, count=2, api="scale", model=MODELS[0])
+    served.inject(status=400, count=1, api="scale", model=MODELS[1])
+    command = ["batch", "scale", ",".join(MODELS), str(inputs), "-o", str(output), "--max-tokens", "1"]
+    assert main([*command, *_flags(served)]) == 1
+    failed = {(line["id"], line["target"]) for line in read_results(str(output)) if line["error"] is not None}
+    assert len(failed) == 3
+    served.reset_stats()
+    capsys.readouterr()
+    assert main([*command, "--retry-failed", *_flags(served)]) == 0
+    assert "3 done, 0 failed, 57 skipped" in capsys.readouterr().err
+    assert served.stats().requests == 3  # each failed (id, model) once, and nothing else
+    lines = list(read_results(str(output)))
+    assert Counter((line["id"], line["target"]) for line in lines) == {
+        (f"p{i}", model): 1 for i in range(30) for model in MODELS
+    }
+    assert all(line["error"] is None for line in lines)
+
+
 def test_a_token_budget_stops_the_run_with_its_own_exit_code_and_a_higher_one_finishes_it(
     served: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -177,8 +199,12 @@ def test_a_token_budget_stops_the_run_with_its_own_exit_code_and_a_higher_one_fi
     assert f"stopped at its budget: {len(lines)} requests, {spent} tokens of 600; to go on, " in err
     assert json.loads(summary.read_text())["stopped"] == "budget"
 
-    assert main([*command, "--budget-tokens", "600"]) == BUDGET_REACHED  # spent already: nothing more
-    assert served.stats().requests == len(lines)
+    # The same cap again: what the output spent counts, so it stops at once (or after a prompt or two
+    # that the bookings of the requests in flight kept out before, and that fit now).
+    assert main([*command, "--budget-tokens", "600"]) == BUDGET_REACHED
+    lines = list(read_results(str(output)))
+    assert sum(line["prompt_tokens"] + line["response_tokens"] for line in lines) <= 600
+    assert served.stats().requests == len(lines) < 200
     capsys.readouterr()
 
     assert main([*command, "--budget-tokens", "100000"]) == 0
