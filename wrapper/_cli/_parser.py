@@ -46,10 +46,7 @@ def build_parser(prog: str = "python -m wrapper") -> argparse.ArgumentParser:
         for api in _api.NAMES:
             sub = providers.add_parser(api, help=f"call {api}", description=description)
             sub.set_defaults(command_parser=sub)  # its usage, for the errors found after parsing
-            model_help = _api.get(api).model_help
-            if name == "batch":
-                model_help += "; several, separated by commas, send every prompt to each (a fan-out)"
-            sub.add_argument("model", help=model_help)
+            sub.add_argument("model", help=_api.get(api).model_help + (_FAN_OUT if name == "batch" else ""))
             add_own(sub)
             _client_args(sub, api)
             _param_args(sub, api)
@@ -69,6 +66,7 @@ def build_parser(prog: str = "python -m wrapper") -> argparse.ArgumentParser:
 
 
 _APIS = "{" + ",".join(_api.NAMES) + "}"
+_FAN_OUT = "; several, separated by commas, get every prompt each (a fan-out)"
 _WIDTH = 78  # of a description the help prints as it is (next to usages that must keep their lines)
 _BATCH = (
     "Complete every prompt of INPUT.jsonl into OUTPUT.jsonl; run the same command again to resume. "
@@ -140,7 +138,8 @@ def _overview(
         formatter_class=argparse.RawDescriptionHelpFormatter,  # the usages in the epilog, line by line
     )
     models = "; ".join(f"{api}: {_api.get(api).model_help}" for api in _api.NAMES)
-    overview.add_argument("model", help=f"the model ({models})")
+    fan_out = _FAN_OUT if add_own is _batch_args else ""
+    overview.add_argument("model", help=f"the model ({models}){fan_out}")
     add_own(overview)
     return overview
 
