@@ -215,3 +215,20 @@ def test_retry_failed_never_writes_through_a_link_planted_beside_the_output(
         "victim",
     ]
     assert os.readlink(tmp_path / ".out.jsonl.rewrite") == str(victim)
+
+
+def test_a_results_file_from_before_run_records_resumes_only_on_purpose(
+    counted_sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs, output = _inputs(tmp_path / "in.jsonl"), tmp_path / "out.jsonl"
+    older = [{"index": 0, "id": "p0", "text": "x", "finish_reason": "length", "request_id": None}]
+    output.write_text("".join(json.dumps(line) + "\n" for line in older))  # as an earlier version wrote it
+    counted_sandbox.reset_stats()
+    assert main(_batch(counted_sandbox, inputs, output)) == 2
+    assert "it records no run: it was written before results files did" in capsys.readouterr().err
+    assert main(_batch(counted_sandbox, inputs, output, "--allow-changed-settings")) == 0
+    assert "2 done, 0 failed, 1 skipped" in capsys.readouterr().err  # its result stands as this run's
+    assert counted_sandbox.stats().requests == 2
+    lines = output.read_text().splitlines()
+    assert list(json.loads(lines[1])) == ["run"]  # this run's record, after the old line
+    assert main(_batch(counted_sandbox, inputs, output)) == 0  # and from now on, a file like any other
