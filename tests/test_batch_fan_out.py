@@ -1,5 +1,6 @@
 """A fan-out (``Router.fan_out``, ``AsyncRouter.fan_out``): every prompt to each route, one result per
-(prompt, route) naming it, each route paced to its own limits, a failure the route's own error."""
+(prompt, route) naming it, a failure the route's own error (each route paced to its own limits: in
+tests/test_router_rates.py, with the other rates)."""
 
 # ruff: noqa: F811  (the shared fixtures are imported, then named as parameters)
 
@@ -97,33 +98,3 @@ def test_fan_out_with_takes_any_targets_and_refuses_a_bad_one(scale: Scale) -> N
     )
     with pytest.raises(TypeError, match="non-empty mapping"):
         fan_out_with({}, ["Alice"])
-
-
-@pytest.fixture
-def limited() -> Iterator[dict[str, Sandbox]]:
-    """Two deployments, each keeping its own limit: 1,200 and 600 requests a minute."""
-    with Sandbox(rpm=1200) as fast, Sandbox(rpm=600) as slow:
-        yield {"fast": fast, "slow": slow}
-
-
-@pytest.mark.serial  # a rate
-def test_each_target_is_paced_to_its_own_limits(limited: dict[str, Sandbox]) -> None:
-    limits = {"fast": 1200, "slow": 600}
-    with contextlib.ExitStack() as stack:
-        routes = [
-            Route(
-                stack.enter_context(Scale(api_key="k", base_url=limited[name].scale_base_url, timeout=10)),
-                LLAMA,
-                name=name,
-                requests_per_minute=rpm,
-            )
-            for name, rpm in limits.items()
-        ]
-        batch = Router(routes).fan_out(["Alice"] * 40, concurrency=16, max_tokens=1)
-        results = list(batch)
-    assert len(results) == 80
-    assert all(r.ok for r in results)
-    for name, sandbox in limited.items():
-        sent = sandbox.stats()
-        assert sent.requests >= 40
-        assert sent.rate_limited <= 2, (name, sent)  # paced to its own limit, not to the other's
