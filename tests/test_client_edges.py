@@ -21,6 +21,7 @@ from helpers import (
     Held,
     LocalServer,
     call,
+    collect,
     drain,
     json_reply,
     scale_body,
@@ -74,6 +75,53 @@ async def test_a_malformed_stream_event_fails_in_the_stream(
     with pytest.raises(APIResponseValidationError):
         await drain(make_client("scale", mode, handler).stream("m", "p"), received)
     assert received == ["ok"]
+
+
+DEEP = b'{"completions": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+"""A body nested deeper than Python's stack allows to read (``json.loads`` raises ``RecursionError``)."""
+
+
+@pytest.mark.parametrize("api", ["scale", "gradient"])
+@pytest.mark.parametrize("status", [200, 500])
+async def test_a_body_nested_too_deeply_is_a_typed_error(
+    make_client: Any, server: LocalServer, lane: str, status: int, api: str
+) -> None:
+    """A success is a validation error; an error status keeps its class, with the body as text."""
+    server.script(json_reply(status, DEEP))
+    client = make_client(api, lane, base_url=server.url, max_retries=0)
+    expected = APIResponseValidationError if status == 200 else InternalServerError
+    with pytest.raises(expected) as caught:
+        await call(client.complete("m", "p"))
+    assert type(caught.value) is expected
+    if status == 200:
+        assert "nested too deeply" in str(caught.value)
+        assert caught.value.text.encode() == DEEP
+
+
+@pytest.mark.parametrize(("event", "expected"), [("", APIResponseValidationError), ("error", InternalServerError)])
+async def test_a_stream_event_nested_too_deeply_is_a_typed_error(
+    make_client: Any, server: LocalServer, lane: str, event: str, expected: type[Exception]
+) -> None:
+    """A chunk is a validation error; an ``error`` event keeps its class, with its data as text."""
+    deep = (f"event: {event}\n" if event else "") + "data: " + DEEP.decode()
+    server.script(sse_reply([f"data: {json.dumps(scale_body('ok'))}", deep]))
+    received: list[str] = []
+    with pytest.raises(expected) as caught:
+        await drain(make_client("scale", lane, base_url=server.url).stream("m", "p"), received)
+    assert type(caught.value) is expected
+    assert received == ["ok"]
+
+
+async def test_a_batch_raises_a_body_nested_too_deeply_as_a_typed_error(
+    make_client: Any, server: LocalServer, lane: str
+) -> None:
+    server.script(json_reply(200, DEEP))
+    client = make_client("scale", lane, base_url=server.url, max_retries=0)
+    results = client.complete_many("m", ["a", "b"], return_exceptions=True)
+    errors = [result.error for result in await collect(results)]
+    assert [type(error) for error in errors] == [APIResponseValidationError] * 2
+    with pytest.raises(APIResponseValidationError):
+        await collect(client.complete_many("m", ["a", "b"]))
 
 
 JSON = st.recursive(
