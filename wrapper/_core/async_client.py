@@ -3,7 +3,6 @@ attempt loop (``retries.arun``) for ``complete`` and for a stream's opening."""
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 from collections.abc import AsyncGenerator, Mapping
@@ -139,7 +138,7 @@ class AsyncClient(ClientCore):
                 try:
                     opened = await arun(lambda: self._open(request, attempts), attempts)
                 except DeadlinePassed as exc:  # final: no attempt fits after it
-                    raise exc.error(request.as_httpx(), attempts.retries + 1) from exc.__cause__
+                    raise exc.error(request.as_httpx(), attempts) from exc.__cause__
             response, first, chunks = opened
             if attempts.hooks:
                 await attempts.asucceeded(None)
@@ -149,7 +148,7 @@ class AsyncClient(ClientCore):
                 async for chunk in chunks:
                     yield attempts.chunk(chunk)
             except DeadlinePassed as exc:
-                raise exc.error(response.request, attempts.retries + 1) from exc.__cause__
+                raise exc.error(response.request, attempts) from exc.__cause__
             except Exception as exc:
                 raise self._stream_failed(response, exc, attempts) from exc
             finally:
@@ -198,15 +197,14 @@ class AsyncClient(ClientCore):
             headers = ResponseHeaders(response.headers.raw)
             read = cast("StreamingWire", self._wire).chunk
             async with aclosing(sse.aevents(response)) as events:
-                late = functools.partial(received.too_late, attempts.options.deadline)
-                async for event in in_time(events, deadline, late):
+                async for event in in_time(events, deadline, received.too_late):
                     chunk = read(event, response, headers)
                     if chunk is not None:
                         yield received.add(chunk)
             received.check_complete(response.request)
         except httpx.TransportError as exc:
             if deadline is not None and loop.time() >= deadline:  # a read timed out at it
-                raise received.too_late(attempts.options.deadline) from exc
+                raise received.too_late() from exc
             raise
         finally:
             await response.aclose()

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import httpx
 
     from .results import CompletionChunk
+    from .retries import Attempts
 
 __all__ = ["DeadlinePassed", "Received", "Watchdog", "in_time"]
 
@@ -45,9 +46,9 @@ class Received:
         self.finished = self.finished or chunk.finish_reason is not None
         return chunk
 
-    def too_late(self, deadline: float | None) -> DeadlinePassed:
-        """What to raise when the call's ``deadline`` passed while the body was read."""
-        return DeadlinePassed(deadline or 0.0, len(self.texts))
+    def too_late(self) -> DeadlinePassed:
+        """What to raise when the call's deadline passed while the body was read."""
+        return DeadlinePassed(len(self.texts))
 
     def check_complete(self, request: httpx.Request) -> None:
         """At the end of the body: ``IncompleteStreamError`` unless a chunk carried the finish reason."""
@@ -63,21 +64,24 @@ class Received:
 
 
 class DeadlinePassed(Exception):
-    """Raised while a body is read once the call's deadline has passed; ``error`` is the typed one."""
+    """Raised once the call's deadline has passed while a response was read; ``error`` is the typed one.
 
-    def __init__(self, deadline: float, chunks: int) -> None:
-        super().__init__(deadline, chunks)
-        self.deadline = deadline
+    ``chunks``: how many chunks a stream had delivered (None for a response read whole).
+    """
+
+    def __init__(self, chunks: int | None = None) -> None:
+        super().__init__(chunks)
         self.chunks = chunks
 
-    def error(self, request: httpx.Request, attempts: int) -> APITimeoutError:
-        """The ``APITimeoutError`` saying so (``attempts``: how many were made)."""
-        where = "before the stream's first chunk" if not self.chunks else "while the stream was read"
-        return APITimeoutError(
-            f"the call's deadline of {self.deadline:g} s ran out {where}, after "
-            f"{_plural(attempts, 'attempt')} and {_plural(self.chunks, 'chunk')}",
-            request=request,
-        )
+    def error(self, request: httpx.Request, attempts: Attempts) -> APITimeoutError:
+        """The ``APITimeoutError`` saying so, with the attempts made and the time taken."""
+        made = _plural(attempts.made, "attempt")
+        if self.chunks is None:
+            message = attempts.ran_out(made, "while the response was read, ")
+        else:
+            where = "before the stream's first chunk, " if not self.chunks else "while the stream was read, "
+            message = attempts.ran_out(f"{made} and {_plural(self.chunks, 'chunk')}", where)
+        return APITimeoutError(message, request=request)
 
 
 class Watchdog:

@@ -145,14 +145,14 @@ class SyncClient(ClientCore):
                 try:
                     response, first, chunks = run(lambda: self._open(request, attempts), attempts)
                 except DeadlinePassed as exc:  # final: no attempt fits after it
-                    raise exc.error(request.as_httpx(), attempts.retries + 1) from exc.__cause__
+                    raise exc.error(request.as_httpx(), attempts) from exc.__cause__
             attempts.succeeded(None)
             try:
                 yield response
                 yield attempts.chunk(first)
                 yield from map(attempts.chunk, chunks) if attempts.hooks else chunks
             except DeadlinePassed as exc:
-                raise exc.error(response.request, attempts.retries + 1) from exc.__cause__
+                raise exc.error(response.request, attempts) from exc.__cause__
             except Exception as exc:
                 raise self._stream_failed(response, exc, attempts) from exc
             finally:
@@ -199,14 +199,14 @@ class SyncClient(ClientCore):
             read = cast("StreamingWire", self._wire).chunk
             for event in sse.events(response):
                 if deadline is not None and time.monotonic() >= deadline:  # also where no watchdog runs
-                    raise received.too_late(attempts.options.deadline)
+                    raise received.too_late()
                 chunk = read(event, response, headers)
                 if chunk is not None:
                     yield received.add(chunk)
             received.check_complete(response.request)
         except httpx.TransportError:
             if deadline is not None and time.monotonic() >= deadline:  # the watchdog shut the socket
-                raise received.too_late(attempts.options.deadline) from None  # not the shutdown's error
+                raise received.too_late() from None  # not the shutdown's error
             raise
         finally:
             watchdog.stop()
