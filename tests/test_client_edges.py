@@ -98,7 +98,9 @@ async def test_a_body_nested_too_deeply_is_a_typed_error(
         assert caught.value.text.encode() == DEEP
 
 
-@pytest.mark.parametrize(("event", "expected"), [("", APIResponseValidationError), ("error", InternalServerError)])
+@pytest.mark.parametrize(
+    ("event", "expected"), [("", APIResponseValidationError), ("error", InternalServerError)]
+)
 async def test_a_stream_event_nested_too_deeply_is_a_typed_error(
     make_client: Any, server: LocalServer, lane: str, event: str, expected: type[Exception]
 ) -> None:

@@ -230,9 +230,10 @@ async def test_a_connection_error_with_no_room_to_retry_says_so_and_counts_its_a
     client = make_client("scale", lane, base_url=server.url, max_retries=2, deadline=0.3)
     with pytest.raises(APIConnectionError) as caught:
         await call(client.complete("m", "p"))
+    message = str(caught.value)
     assert type(caught.value) is APIConnectionError
-    assert str(caught.value).endswith("s to wait before the next attempt) (after 1 attempt)"), str(caught.value)
-    assert "the call's deadline of 0.3 s left no room to retry" in str(caught.value)
+    assert message.endswith("s to wait before the next attempt) (after 1 attempt)"), message
+    assert "the call's deadline of 0.3 s left no room to retry" in message
 
 
 def test_policy_functions() -> None:
