@@ -404,3 +404,67 @@ async def test_ambiguous_framing_is_an_error_or_the_right_answer_and_the_next_ca
     first, then = await first_then_next(client, "complete", reply)
     assert first in ("Paris", "APIConnectionError")
     assert then == "Rome"
+
+
+# --- the deadline bounds a whole response's body ---------------------------------------------------------
+
+
+def trickles(kind: str) -> Any:
+    """A reply that sends its head at once, then a body that never ends in time: one byte every 0.2 s
+    of a long Content-Length (``bytes``), a chunk every 0.2 s that never ends (``chunked``), or SSE
+    comments (``pings``) to a call that asked for no stream. It stops when the client goes away
+    (``server.disconnected``) or after 10 s."""
+
+    def reply(handler: Any) -> None:
+        handler.send_response(200)
+        if kind == "bytes":
+            handler.send_header("content-type", "application/json")
+            handler.send_header("content-length", "1000")
+            piece = b" "
+        else:
+            handler.send_header(
+                "content-type", "text/event-stream" if kind == "pings" else "application/json"
+            )
+            handler.send_header("transfer-encoding", "chunked")
+            piece = (
+                b"%x\r\n%s\r\n" % (len(b": ping\n\n"), b": ping\n\n") if kind == "pings" else b"1\r\n \r\n"
+            )
+        handler.end_headers()
+        deadline = time.monotonic() + 10
+        try:
+            while time.monotonic() < deadline:
+                handler.wfile.write(piece)
+                handler.wfile.flush()
+                time.sleep(0.2)
+        except OSError:
+            handler.server.owner.disconnected.set()
+        handler.close_connection = True
+
+    return reply
+
+
+DEADLINE = 1.5
+"""Longer than the timeout of each read (1 s), which a piece every 0.2 s never lets run out."""
+
+
+@pytest.mark.serial
+@pytest.mark.parametrize("kind", ["bytes", "chunked", "pings"])
+async def test_the_deadline_bounds_a_whole_responses_body(
+    net_client: Any, server: LocalServer, path: str, kind: str
+) -> None:
+    """requests' "timeout is not a limit on the whole download" (requests#4043, httpbin#642): the call
+    ends at its deadline, the connection is closed, and the next call gets its own answer."""
+    server.script(trickles(kind), json_reply(200, scale_body("Rome")))
+    client = net_client("scale", path, server.url, timeout=1.0)
+    started = time.monotonic()
+    with pytest.raises(APITimeoutError) as caught:
+        await call(client.complete("m", "p", deadline=DEADLINE))
+    took = time.monotonic() - started
+    assert DEADLINE - 0.1 <= took < DEADLINE + 1.0, took
+    assert re.fullmatch(
+        r"the call's deadline of 1\.5 s ran out while the response was read, after 1 attempt "
+        r"\([0-9.]+ s elapsed\)",
+        str(caught.value),
+    ), str(caught.value)
+    assert await asyncio.to_thread(server.disconnected.wait, 5)
+    assert (await call(client.complete("m", "p"))).text == "Rome"

@@ -19,7 +19,7 @@ from .options import Options
 from .raw import RAW, AsyncWithRawResponse, AsyncWithStreamingResponse, RawResponse
 from .retries import Attempts, arun
 from .settings import Settings, checked_http_client
-from .stream_body import DeadlinePassed, Received, in_time
+from .stream_body import DeadlinePassed, Received, awaited_in_time, in_time
 from .transports.base import Request
 from .transports.choice import AsyncTransports
 from .transports.network import checked_limits, proxy_in_env, ssl_context
@@ -91,13 +91,22 @@ class AsyncClient(ClientCore):
                 sent = attempts.bounded(request)
                 transport = self._transports.ready() or await self._transports.pick()
                 started = time.perf_counter()
+                left = attempts.left()
                 try:
-                    reply = await transport.send(sent)
+                    if left == math.inf:
+                        reply = await transport.send(sent)
+                    else:  # the body too: a body trickled a byte at a time would outlast each read's timeout
+                        reply = await awaited_in_time(transport.send(sent), left)
+                except DeadlinePassed:  # not an APIError: the attempt loop lets it through
+                    raise
                 except Exception as exc:
                     raise self._failed(sent, started, exc) from exc
                 return self._result(self._checked(reply, sent, started))
 
-            result = await arun(attempt, attempts)
+            try:
+                result = await arun(attempt, attempts)
+            except DeadlinePassed as exc:  # final: no attempt fits after it
+                raise exc.error(request.as_httpx(), attempts) from exc.__cause__
             if attempts.hooks:
                 await attempts.asucceeded(result.parse() if isinstance(result, RawResponse) else result)
             return cast("Completion", result)  # a RawResponse inside with_raw_response

@@ -1,10 +1,11 @@
-"""What reading a stream's body needs besides its events: proof that it ended, and the call's deadline.
+"""What reading a body needs besides its bytes: proof that a stream ended, and the call's deadline.
 
 A stream is complete when a chunk carried the finish reason (Scale sends it on the last one); a body
 that ends before one did raises ``IncompleteStreamError`` with the text received (``Received``).
-The deadline bounds the body as it bounds the rest of the call: async clients wait for each event
-under ``asyncio.timeout_at`` (``in_time``, only when the call has a deadline); sync ones check it
-between events, and a ``Watchdog`` shuts the socket down when it passes, since httpcore times each
+The deadline bounds a body as it bounds the rest of the call, a stream's or a whole response's:
+async clients wait under ``asyncio.timeout`` (for a whole response, ``awaited_in_time``; for each
+event of a stream, ``in_time``; only when the call has a deadline); sync ones check it between a
+stream's events, and a ``Watchdog`` shuts the socket down when it passes, since httpcore times each
 read of a body with the read timeout it took when the body began, not with the time left.
 """
 
@@ -14,10 +15,13 @@ import contextlib
 import math
 import socket
 import threading
-from collections.abc import AsyncIterator, Callable
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from wrapper._generated.exceptions import APITimeoutError, IncompleteStreamError
+
+from .transports.timers import TIMERS, Timer
 
 if TYPE_CHECKING:
     import httpx
@@ -85,36 +89,52 @@ class DeadlinePassed(Exception):
 
 
 class Watchdog:
-    """Shuts a sync stream's socket down ``seconds`` from now, so a read blocked on it ends then.
+    """Shuts a sync response's socket down ``seconds`` from now, so a read blocked on it ends then.
 
     Nothing to do without a deadline (``inf``), or without a socket to shut (a mock transport).
-    ``stop()`` before the response is closed: the socket then goes back to the pool untouched.
+    ``stop()`` before the response is closed: the socket then goes back to the pool untouched, unless
+    ``fired`` (then it is shut, and the pool drops it).
     """
 
     def __init__(self, response: httpx.Response, seconds: float) -> None:
         self._lock = threading.Lock()
-        self._timer: threading.Timer | None = None
+        self._timer: Timer | None = None
+        self.fired = False
         stream = response.extensions.get("network_stream")
         sock = None if stream is None or seconds == math.inf else stream.get_extra_info("socket")
         if isinstance(sock, socket.socket):
             self._socket = sock
-            self._timer = threading.Timer(max(seconds, 0.0), self._fire)
-            self._timer.daemon = True
-            self._timer.start()
+            self._timer = TIMERS.at(time.monotonic() + max(seconds, 0.0), self._fire)
 
     def _fire(self) -> None:
         with self._lock:
             if self._timer is not None:
+                self.fired = True
                 with contextlib.suppress(OSError):  # closed meanwhile
                     # socket.socket's own: an SSLSocket's would unwrap it under the reading thread
                     socket.socket.shutdown(self._socket, socket.SHUT_RDWR)
 
     def stop(self) -> None:
+        """After it returns, the socket is never shut by this watchdog."""
         with self._lock:
             timer, self._timer = self._timer, None
         if timer is not None:
-            timer.cancel()
-            timer.join()
+            TIMERS.cancel(timer)
+
+
+async def awaited_in_time(awaitable: Awaitable[T], seconds: float) -> T:
+    """``await awaitable`` (a whole response, its body read), cancelled with ``DeadlinePassed`` if it
+    takes more than ``seconds``."""
+    import asyncio  # not at module level: `import wrapper.scale` stays light
+
+    timeout = asyncio.timeout(max(seconds, 0.0))
+    try:
+        async with timeout:
+            return await awaitable
+    except TimeoutError as exc:
+        if timeout.expired():
+            raise DeadlinePassed() from exc
+        raise
 
 
 def in_time(events: AsyncIterator[T], when: float | None, late: Callable[[], Exception]) -> AsyncIterator[T]:
