@@ -7,10 +7,14 @@ import asyncio
 import gc
 import json
 import logging
+import select
+import socket
 import threading
+import time
 import warnings
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -385,6 +389,70 @@ def test_closing_a_sync_client_lets_a_request_in_flight_finish_with_no_socket_le
     assert [w.message for w in caught if issubclass(w.category, ResourceWarning)] == []
     with pytest.raises(RuntimeError, match="closed"):
         client.complete("m", "p")
+
+
+# --- the sync pool keeps no half-closed socket ---------------------------------------------------------
+
+TCP_TABLE = Path("/proc/net/tcp")
+OPEN_STATES = {"01": "ESTABLISHED", "08": "CLOSE_WAIT"}
+
+
+def open_sockets_to(server: LocalServer) -> list[str]:
+    """The states of this machine's sockets (``/proc/net/tcp``) connected to ``server`` and not closed on
+    their side: ``ESTABLISHED``, or ``CLOSE_WAIT`` when the server closed its end and the client kept its."""
+    port = int(server.url.rsplit(":", 1)[1])
+    states = []
+    for line in TCP_TABLE.read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[2].rsplit(":", 1)[1], 16) == port and fields[3] in OPEN_STATES:
+            states.append(OPEN_STATES[fields[3]])
+    return states
+
+
+class Burst:
+    """A reply that answers after a moment (so that threads calling at once each open a connection) and
+    records the client's port; with ``close_idle``, it then closes the connection once idle for 0.2 s,
+    as servers do, and records that too."""
+
+    def __init__(self, *, close_idle: bool) -> None:
+        self.close_idle = close_idle
+        self.ports: set[int] = set()
+        self.closed: set[int] = set()
+
+    def __call__(self, handler: Any) -> None:
+        time.sleep(0.2)
+        json_reply(200, scale_body())(handler)
+        self.ports.add(handler.client_address[1])
+        if self.close_idle and not select.select([handler.connection], [], [], 0.2)[0]:
+            handler.connection.shutdown(socket.SHUT_RDWR)
+            handler.close_connection = True
+            self.closed.add(handler.client_address[1])
+
+
+@pytest.mark.skipif(not TCP_TABLE.exists(), reason="reads Linux's table of TCP sockets")
+@pytest.mark.parametrize("close_idle", [True, False], ids=["server-closes-idle", "keepalive-expires"])
+async def test_the_sync_pool_closes_idle_connections_without_another_call(
+    server: LocalServer, close_idle: bool
+) -> None:
+    """After a burst of threaded calls, and no call after it (a web worker after a peak): the connections
+    the server closed are closed too, none left half-closed in CLOSE_WAIT, and those it keeps open are
+    closed once idle for the keep-alive expiry (httpx's pool closes them only on its next request)."""
+    burst = Burst(close_idle=close_idle)
+    server.script(burst)
+    limits = httpx.Limits(max_connections=None, keepalive_expiry=60.0 if close_idle else 0.5)
+    with Scale(api_key="k", base_url=server.url, max_retries=0, limits=limits) as client:
+        with ThreadPoolExecutor(12) as threads:
+            calls = await asyncio.to_thread(
+                lambda: list(threads.map(lambda _: client.complete("m", "p"), range(12)))
+            )
+        assert [result.text for result in calls] == ["Paris"] * 12
+        assert len(burst.ports) > 1  # the burst opened several connections
+        if close_idle:
+            assert await asyncio.to_thread(wait_until, lambda: burst.closed == burst.ports)
+        assert await asyncio.to_thread(wait_until, lambda: open_sockets_to(server) == [], 5.0), (
+            open_sockets_to(server)
+        )
+        assert client.complete("m", "p").text == "Paris"  # and the pool is still of use
 
 
 @pytest.mark.parametrize(("cls", "http"), [(Scale, httpx.Client), (AsyncScale, httpx.AsyncClient)])
