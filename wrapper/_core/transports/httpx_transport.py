@@ -7,6 +7,7 @@ after its response is not pooled (``reuse``).
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Callable
 
 import httpx
@@ -44,18 +45,23 @@ class HttpxTransport:
 
     ``own`` builds the client again, for a client's own pool: a forked child releases the one it
     inherited and builds its own (``wrapper._core.transports.fork``). A client you pass is yours to rebuild.
+    An own pool is closed when this transport is collected, quietly: its sockets would each warn
+    (``ResourceWarning``) if collected open. A client you pass is yours to close.
     """
 
     def __init__(self, client: httpx.Client, own: Callable[[], httpx.Client] | None = None) -> None:
         self.client = client
         self._own = own
         self._pid = os.getpid()
+        self._owned = [client]  # what to close when collected: held by the finalizer, not through self
         if own is not None:
             fork.register(self)
+            weakref.finalize(self, _close, self._owned)
 
     def after_fork(self) -> None:
         if self._own is not None and not self.client.is_closed:
             inherited, self.client = self.client, self._own()
+            self._owned[0] = self.client
             fork.release(inherited)
         self._pid = os.getpid()  # last: should building fail, the next call tries again
 
@@ -82,6 +88,10 @@ class HttpxTransport:
 
     def close(self) -> None:
         self.client.close()
+
+
+def _close(owned: list[httpx.Client]) -> None:
+    owned[0].close()
 
 
 class AsyncHttpxTransport:
