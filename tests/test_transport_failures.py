@@ -18,6 +18,7 @@ import select
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -26,6 +27,7 @@ from helpers import LocalServer, call, collect, json_reply, scale_body, sse_data
 
 from wrapper.errors import (
     APIConnectionError,
+    APIError,
     APIResponseValidationError,
     APITimeoutError,
     InternalServerError,
@@ -308,19 +310,25 @@ def framed(text: str, *, length: int | None = None, headers: bytes = b"") -> byt
     )
 
 
-def chunked(text: str, headers: bytes = b"") -> bytes:
+def chunked(text: str, headers: bytes = b"", content_type: bytes = b"application/json") -> bytes:
+    """A whole 200 response completing to ``text`` (for ``text/event-stream``: one event), chunked."""
     content = json.dumps(scale_body(text)).encode()
-    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+    if content_type == b"text/event-stream":
+        content = f"{sse_data(text, finish_reason='stop')}\n\n".encode()
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: %s\r\nTransfer-Encoding: chunked\r\n" % content_type
     return head + headers + b"\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(content), content)
 
 
-def event_stream(text: str) -> bytes:
-    """A whole stream response whose one event completes to ``text``."""
-    content = f"{sse_data(text, finish_reason='stop')}\n\n".encode()
-    return b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s" % (
-        len(content),
-        content,
-    )
+def answer(kind: str, framing: str) -> bytes:
+    """The whole answer to the first call of ``kind`` (``complete``, or ``stream``: an event stream),
+    completing to "Paris", its body's length given (``length``) or ``chunked``."""
+    if kind == "complete":
+        return framed("Paris") if framing == "length" else chunked("Paris")
+    if framing == "chunked":
+        return chunked("Paris", content_type=b"text/event-stream")
+    content = f"{sse_data('Paris', finish_reason='stop')}\n\n".encode()
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n" % len(content)
+    return head + content
 
 
 class Writes:
@@ -342,26 +350,32 @@ class Writes:
 
 
 async def first_then_next(client: Any, kind: str, reply: Writes) -> tuple[str, str]:
-    """The first call's text (a ``complete``, or a stream's), then, once the server has written all it
-    meant to on that connection, the next call's."""
+    """The first call's text (a ``complete``, or a stream's) or the class of its error, then, once the
+    server has written all it meant to on that connection, the next call's text."""
     try:
         if kind == "complete":
             first = (await call(client.complete("m", "p"))).text
         else:
             first = "".join(chunk.text for chunk in await collect(client.stream("m", "p")))
-    except APIConnectionError as exc:
+    except APIError as exc:
         first = type(exc).__name__
     assert await asyncio.to_thread(reply.done.wait, 5)
     await asyncio.sleep(0.1)  # what the server wrote last has reached the client (and its event loop)
     return first, (await call(client.complete("m", "p"))).text
 
 
-LEFT_OVER = {
-    "a Content-Length shorter than what follows": (framed("Paris") + framed("SMUGGLED"),),
-    "a chunked body, then a response": (chunked("Paris") + framed("SMUGGLED"),),
-    "a response, then bytes that are none": (framed("Paris") + b"not a response\r\n",),
-    "a response written while the connection is idle": (framed("Paris"), 0.05, framed("STALE")),
-    "part of a head written while it is idle": (framed("Paris"), 0.05, b"HTTP/1.1 200 OK\r\nContent-"),
+LEFT_OVER: dict[str, tuple[str, Callable[[bytes], tuple[bytes | float, ...]]]] = {
+    "a Content-Length shorter than what follows": ("length", lambda first: (first + framed("SMUGGLED"),)),
+    "a chunked body, then a response": ("chunked", lambda first: (first + framed("SMUGGLED"),)),
+    "a response, then bytes that are none": ("length", lambda first: (first + b"not a response\r\n",)),
+    "a response written while the connection is idle": (
+        "length",
+        lambda first: (first, 0.05, framed("STALE")),
+    ),
+    "part of a head written while it is idle": (
+        "length",
+        lambda first: (first, 0.05, b"HTTP/1.1 200 OK\r\nContent-"),
+    ),
 }
 
 
@@ -372,10 +386,8 @@ async def test_a_connection_with_bytes_left_over_is_not_reused(
 ) -> None:
     """The next call gets its own answer, never what the server wrote past (or after) the first one
     (okhttp "stale data read in subsequent requests", aiohttp#6182 and #13656, meinheld#111)."""
-    pieces = LEFT_OVER[case]
-    if kind == "stream":  # the same misbehaviour after a stream's response
-        pieces = tuple(event_stream("Paris") if piece == pieces[0] else piece for piece in pieces)
-    reply = Writes(*pieces)
+    framing, pieces = LEFT_OVER[case]
+    reply = Writes(*pieces(answer(kind, framing)))
     server.script(reply, json_reply(200, scale_body("Rome")))
     client = net_client("scale", path, server.url)
     first, then = await first_then_next(client, kind, reply)
@@ -383,6 +395,27 @@ async def test_a_connection_with_bytes_left_over_is_not_reused(
     # aiohttp reads what follows a response in the same read as a next one, and fails the first on it
     may_fail = path == "async" and "none" in case
     assert first == "Paris" or (may_fail and first == "APIConnectionError"), first
+
+
+BODYLESS = {
+    "a 204 with a body (httpx#1474)": b"HTTP/1.1 204 No Content\r\nContent-Length: 4\r\n\r\nHey!",
+    "a 204, then a response": b"HTTP/1.1 204 No Content\r\n\r\n" + framed("SMUGGLED"),
+    "Content-Length: 0, then a response (bun#37438)": b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+    + framed("SMUGGLED"),
+}
+
+
+@pytest.mark.parametrize("case", list(BODYLESS))
+async def test_a_connection_with_bytes_after_a_bodyless_answer_is_not_reused(
+    net_client: Any, server: LocalServer, path: str, case: str
+) -> None:
+    """No body where a completion was due is an error; what came after it is never the next answer."""
+    reply = Writes(BODYLESS[case])
+    server.script(reply, json_reply(200, scale_body("Rome")))
+    client = net_client("scale", path, server.url)
+    first, then = await first_then_next(client, "complete", reply)
+    assert then == "Rome"
+    assert first in ("APIResponseValidationError", "APIConnectionError"), first
 
 
 AMBIGUOUS = {
