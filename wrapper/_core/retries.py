@@ -230,7 +230,7 @@ class Attempts:
 
     def ran_out(self, after: str, where: str = "") -> str:
         """What an ``APITimeoutError`` says when the deadline passed during the call (``where``, e.g.
-        "while the response was read, "), ``after`` what, and the time the call took."""
+        "before the response was complete, "), ``after`` what, and the time the call took."""
         elapsed = time.monotonic() - self.started
         return (
             f"the call's deadline of {self.options.deadline or 0.0:g} s ran out {where}after {after} "

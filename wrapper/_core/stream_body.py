@@ -81,7 +81,7 @@ class DeadlinePassed(Exception):
         """The ``APITimeoutError`` saying so, with the attempts made and the time taken."""
         made = _plural(attempts.made, "attempt")
         if self.chunks is None:
-            message = attempts.ran_out(made, "while the response was read, ")
+            message = attempts.ran_out(made, "before the response was complete, ")
         else:
             where = "before the stream's first chunk, " if not self.chunks else "while the stream was read, "
             message = attempts.ran_out(f"{made} and {_plural(self.chunks, 'chunk')}", where)
@@ -122,12 +122,18 @@ class Watchdog:
             TIMERS.cancel(timer)
 
 
+_GRACE = 0.05
+"""Seconds past the deadline ``awaited_in_time`` waits before it cancels: the attempt's own timeouts,
+cut to the deadline, end their waits first (a connection cancelled while httpcore establishes it stays
+in its pool, holding a slot: httpcore#830, #1093), so cancelling is left for a body still coming."""
+
+
 async def awaited_in_time(awaitable: Awaitable[T], seconds: float) -> T:
     """``await awaitable`` (a whole response, its body read), cancelled with ``DeadlinePassed`` if it
-    takes more than ``seconds``."""
+    takes more than ``seconds`` (and ``_GRACE``)."""
     import asyncio  # not at module level: `import wrapper.scale` stays light
 
-    timeout = asyncio.timeout(max(seconds, 0.0))
+    timeout = asyncio.timeout(max(seconds, 0.0) + _GRACE)
     try:
         async with timeout:
             return await awaitable
