@@ -4,11 +4,13 @@ and pools that never make a request wait for a connection."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import logging
 import select
 import socket
+import ssl
 import threading
 import time
 import warnings
@@ -19,6 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
+import trustme
 from helpers import (
     CLASSES,
     CREDENTIALS,
@@ -429,30 +432,52 @@ class Burst:
             self.closed.add(handler.client_address[1])
 
 
+@contextlib.contextmanager
+def served(tls: bool, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalServer]:
+    """A ``LocalServer``, over TLS with a certificate the clients built in the block trust if ``tls``."""
+    context = None
+    with contextlib.ExitStack() as stack:
+        if tls:
+            ca = trustme.CA()
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            ca.issue_cert("127.0.0.1").configure_cert(context)
+            monkeypatch.setenv("SSL_CERT_FILE", stack.enter_context(ca.cert_pem.tempfile()))
+        local = LocalServer(tls=context)
+        local.start()
+        stack.callback(local.stop)
+        yield local
+
+
 @pytest.mark.skipif(not TCP_TABLE.exists(), reason="reads Linux's table of TCP sockets")
-@pytest.mark.parametrize("close_idle", [True, False], ids=["server-closes-idle", "keepalive-expires"])
+@pytest.mark.parametrize(
+    ("close_idle", "tls"),
+    [(True, False), (True, True), (False, False)],
+    ids=["server-closes-idle", "server-closes-idle-tls", "keepalive-expires"],
+)
 async def test_the_sync_pool_closes_idle_connections_without_another_call(
-    server: LocalServer, close_idle: bool
+    monkeypatch: pytest.MonkeyPatch, close_idle: bool, tls: bool
 ) -> None:
     """After a burst of threaded calls, and no call after it (a web worker after a peak): the connections
-    the server closed are closed too, none left half-closed in CLOSE_WAIT, and those it keeps open are
-    closed once idle for the keep-alive expiry (httpx's pool closes them only on its next request)."""
+    the server closed are closed too, none left half-closed in CLOSE_WAIT (urllib3#2100), and those it
+    keeps open are closed once idle for the keep-alive expiry (httpx's pool closes either only on its
+    next request)."""
     burst = Burst(close_idle=close_idle)
-    server.script(burst)
     limits = httpx.Limits(max_connections=None, keepalive_expiry=60.0 if close_idle else 0.5)
-    with Scale(api_key="k", base_url=server.url, max_retries=0, limits=limits) as client:
-        with ThreadPoolExecutor(12) as threads:
-            calls = await asyncio.to_thread(
-                lambda: list(threads.map(lambda _: client.complete("m", "p"), range(12)))
+    with served(tls, monkeypatch) as server:
+        server.script(burst)
+        with Scale(api_key="k", base_url=server.url, max_retries=0, limits=limits) as client:
+            with ThreadPoolExecutor(12) as threads:
+                calls = await asyncio.to_thread(
+                    lambda: list(threads.map(lambda _: client.complete("m", "p"), range(12)))
+                )
+            assert [result.text for result in calls] == ["Paris"] * 12
+            assert len(burst.ports) > 1  # the burst opened several connections
+            if close_idle:
+                assert await asyncio.to_thread(wait_until, lambda: burst.closed == burst.ports)
+            assert await asyncio.to_thread(wait_until, lambda: open_sockets_to(server) == [], 5.0), (
+                open_sockets_to(server)
             )
-        assert [result.text for result in calls] == ["Paris"] * 12
-        assert len(burst.ports) > 1  # the burst opened several connections
-        if close_idle:
-            assert await asyncio.to_thread(wait_until, lambda: burst.closed == burst.ports)
-        assert await asyncio.to_thread(wait_until, lambda: open_sockets_to(server) == [], 5.0), (
-            open_sockets_to(server)
-        )
-        assert client.complete("m", "p").text == "Paris"  # and the pool is still of use
+            assert client.complete("m", "p").text == "Paris"  # and the pool is still of use
 
 
 @pytest.mark.parametrize(("cls", "http"), [(Scale, httpx.Client), (AsyncScale, httpx.AsyncClient)])
