@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .results import CompletionChunk
     from .retries import Attempts
 
-__all__ = ["DeadlinePassed", "Received", "Watchdog", "in_time"]
+__all__ = ["DeadlinePassed", "Received", "Watchdog", "awaited_in_time", "in_time"]
 
 T = TypeVar("T")
 

@@ -61,7 +61,7 @@ class CheckoutTransport(httpx.BaseTransport):
         self._busy = 0
         self._closed = False
         self._changed = threading.Condition()
-        self._sweep: Timer | None = None  # the next sweep of the idle connections, while there are any
+        self._next_sweep: Timer | None = None  # of the idle connections, while there are any
         self._pid = os.getpid()
         fork.register(self)
 
@@ -83,7 +83,7 @@ class CheckoutTransport(httpx.BaseTransport):
         self._pid = os.getpid()
         self._changed = threading.Condition()  # a thread of the parent may have held it at the fork
         self._busy = 0
-        self._sweep = None  # the parent's
+        self._next_sweep = None  # the parent's
         idle, self._idle = self._idle, []
         for transport in idle:
             transport.close()
@@ -124,27 +124,27 @@ class CheckoutTransport(httpx.BaseTransport):
                 keep = not self._closed and (self._max_idle is None or len(self._idle) < self._max_idle)
                 if keep:
                     self._idle.append(transport)
-                    if self._sweep is None:
+                    if self._next_sweep is None:
                         self._sweep_later()
         if not keep:
             transport.close()
 
     def _sweep_later(self) -> None:
         """Schedule the next sweep (with ``_changed`` held); it holds no reference to the pool."""
-        self._sweep = TIMERS.at(time.monotonic() + _SWEEP, functools.partial(_sweep, weakref.ref(self)))
+        self._next_sweep = TIMERS.at(time.monotonic() + _SWEEP, functools.partial(_sweep, weakref.ref(self)))
 
-    def sweep(self) -> None:
+    def _sweep_idle(self) -> None:
         """Close the idle connections that the server closed or that expired; sweep again in a second
         while some are left."""
         with self._changed:
-            self._sweep = None
+            self._next_sweep = None
             idle = list(self._idle)
         stale = {id(transport) for transport in idle if _expired(transport)}
         with self._changed:  # those still idle: one may have been taken meanwhile
             dropped = [transport for transport in self._idle if id(transport) in stale]
             if dropped:
                 self._idle = [transport for transport in self._idle if id(transport) not in stale]
-            if self._idle and self._sweep is None and not self._closed:
+            if self._idle and self._next_sweep is None and not self._closed:
                 self._sweep_later()
         for transport in dropped:
             transport.close()
@@ -153,7 +153,7 @@ class CheckoutTransport(httpx.BaseTransport):
 def _sweep(pool: weakref.ref[CheckoutTransport]) -> None:
     live = pool()
     if live is not None:
-        live.sweep()
+        live._sweep_idle()
 
 
 def _expired(transport: httpx.HTTPTransport) -> bool:
