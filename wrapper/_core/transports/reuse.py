@@ -28,15 +28,17 @@ its connection stream, the connection."""
 
 def _h11(stream: object) -> h11.Connection | None:
     """The h11 state machine under an httpx response's body; None if it is not httpcore's HTTP/1.1 (a
-    mock, HTTP/2, another transport)."""
+    mock, HTTP/2, another transport). Read from the objects' ``__dict__``: a ``getattr`` that misses
+    costs an exception, and this runs once a request."""
     for _ in range(_DEPTH):
-        state = getattr(stream, "_h11_state", None)
+        attributes = getattr(stream, "__dict__", None)
+        if attributes is None:
+            return None
+        state = attributes.get("_h11_state")
         if state is not None:
             return state if isinstance(state, h11.Connection) else None
         stream = (
-            getattr(stream, "_stream", None)
-            or getattr(stream, "_httpcore_stream", None)
-            or getattr(stream, "_connection", None)
+            attributes.get("_stream") or attributes.get("_httpcore_stream") or attributes.get("_connection")
         )
         if stream is None:
             return None
