@@ -183,7 +183,6 @@ from pathlib import Path
 from wrapper.scale import AsyncScale, Scale
 
 url, port = sys.argv[1], int(sys.argv[1].rsplit(":", 1)[1])
-AsyncScale(api_key="k", base_url=url)  # the transports are imported here, not inside the loop
 
 
 def connected():

@@ -15,6 +15,7 @@ from . import sse
 from .client import ClientCore, is_event_stream
 from .error_mapping import invalid
 from .headers import ResponseHeaders
+from .insecure import warn_if_insecure
 from .options import Options
 from .raw import RAW, RawResponse, WithRawResponse, WithStreamingResponse
 from .retries import Attempts, run
@@ -55,6 +56,7 @@ class SyncClient(ClientCore):
     ) -> None:
         limits = checked_limits(limits, checked_http_client(http_client, httpx.Client))
         super().__init__(wire, settings, default_headers, dict(options))
+        warn_if_insecure(self._base_url, http_client)
         if http_client is None:
             own = functools.partial(_own_pool, limits)
             self._transport = transport = HttpxTransport(own(), own)
