@@ -20,7 +20,12 @@ from helpers import LocalServer, call, collect
 
 from wrapper.errors import APITimeoutError
 
-pytestmark = pytest.mark.serial  # bounds on wall-clock time
+pytestmark = [
+    pytest.mark.serial,  # bounds on wall-clock time
+    # The slow names resolve to a loopback server over plain http://, which the clients warn about for a
+    # name that is not loopback itself (tests/test_client_config.py checks that warning).
+    pytest.mark.filterwarnings("ignore::wrapper.errors.InsecureConnectionWarning"),
+]
 
 HOST = "slow-lookup.test"
 
