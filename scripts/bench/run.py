@@ -25,6 +25,7 @@ from row_flight import flight_rows
 from row_import import import_rows
 from row_limits import limit_rows
 from row_router import router_rows
+from row_shared import shared_rows
 from row_stream import stream_rows
 from row_streams import stream_load_rows
 from row_sync import sync_rows
@@ -104,6 +105,7 @@ def _groups(server: Server, sizes: Sizes, cpus: set[int] | None) -> dict[str, Ca
         "flight": lambda: _flight(sizes, cpus),
         "limits": lambda: limit_rows(sizes),
         "router": lambda: router_rows(sizes),
+        "shared": lambda: shared_rows(sizes),
         "ray": lambda: _ray(server.url, sizes),
     }
 
@@ -131,6 +133,7 @@ def main() -> None:
             "flight",
             "limits",
             "router",
+            "shared",
             "ray",
         ],
         help="run these rows only (repeatable)",

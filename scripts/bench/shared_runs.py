@@ -63,6 +63,7 @@ class Outcome:
     that was killed), failures by error class, and calls to the store and requests that waited on one."""
 
     answers: list[list[float] | None]
+    tokens: int  # the prompt and response tokens of every answer
     failures: Counter[str]
     round_trips: int
     waited: int
@@ -113,6 +114,7 @@ def run(setup: Setup, timeout: float = 600) -> Outcome:
     answers = [None if r is None else [t - went for t in r["answers"]] for r in reports]
     return Outcome(
         answers=answers,
+        tokens=sum(r["tokens"] for r in done),
         failures=sum((Counter(r["failures"]) for r in done), Counter()),
         round_trips=sum(r["round_trips"] for r in done),
         waited=sum(r["waited"] for r in done),
@@ -150,11 +152,14 @@ def _main(job: Job) -> None:
     client = (Scale if sync else AsyncScale)(api_key="key", base_url=job.base_url, timeout=30, max_retries=20)
     results = _batch(client, job) if sync else _abatch(client, job)  # nothing is sent before the go
     answers: list[float] = []
+    tokens = 0
     failures: Counter[str] = Counter()
 
     def record(result: Any) -> None:
+        nonlocal tokens
         if result.ok:
             answers.append(time.time())
+            tokens += (result.completion.prompt_tokens or 0) + (result.completion.response_tokens or 0)
         else:
             failures[type(result.error).__name__] += 1
 
@@ -172,6 +177,7 @@ def _main(job: Job) -> None:
     store = RedisStore.of(job.store) if job.store else None
     print(json.dumps({
         "answers": answers,
+        "tokens": tokens,
         "failures": failures,
         "round_trips": store.round_trips if store else 0,
         "waited": store.waited if store else 0,
