@@ -97,10 +97,11 @@ local function add(counts, from, to, count)
 end
 
 local function total(counts, from, to)
-  -- what the slots from `from` to `to` hold (those partly inside, whole)
+  -- what the slots hold from `from` to `to` (the first in proportion to its part after `from`; the
+  -- last whole: what it holds came before `to`)
   local sum = 0
   for slot = math.max(math.floor(from / SLOT), newest - RING + 1), math.min(math.floor(to / SLOT), newest) do
-    sum = sum + counts[slot % RING + 1]
+    sum = sum + counts[slot % RING + 1] * math.min((slot + 1) * SLOT - from, SLOT) / SLOT
   end
   return sum
 end
