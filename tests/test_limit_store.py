@@ -1,11 +1,10 @@
 """The limit stores: ``LocalStore`` in this process, ``RedisStore`` in a real ``redis-server``, shared by
 processes that name one limit key (each ``RedisStore`` made from a URL is a process of its own to the
 others: its identity among them is its own). A request's turn is waited for as requests
-wait for theirs (``next_turn``): how long that takes is when the turn came."""
+wait for theirs (``next_turn``), which says how long it planned to wait."""
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import pickle
@@ -24,17 +23,19 @@ from wrapper.batch import Pacer
 from wrapper.pacing import LocalStore, RedisStore, SharedPacer, limit_key, limit_store
 from wrapper.pacing._constants import LEASE, RETRY
 from wrapper.pacing._redis import TIMEOUT
-from wrapper.pacing._shared import BURST
+from wrapper.pacing._shared import BURST, POLL
 
 KEY = "scale https://api.example/v4 llama"
 
 
 def next_turn(pacer: object, cost: float = 1.0) -> float:
-    """Wait for ``pacer``'s next turn, as a request does: the seconds it took."""
-    started = time.monotonic()
+    """Wait for ``pacer``'s next turn, as a request does: the seconds it planned to wait (the waits for
+    the store's answers left out, whose length is the machine's, not the limit's)."""
+    planned = 0.0
     for wait in pacer.turns(cost):  # type: ignore[attr-defined]
         time.sleep(max(wait, 0.0))
-    return time.monotonic() - started
+        planned += wait if wait != POLL else 0.0
+    return planned
 
 
 @pytest.fixture
@@ -55,17 +56,17 @@ def test_processes_naming_one_limit_take_their_turns_one_after_another(
     stores: Callable[[], RedisStore],
 ) -> None:
     first, second = (stores().pacer(KEY, requests_per_minute=600) for _ in range(2))
-    assert next_turn(first) < 0.1
+    assert next_turn(first) <= 0
     # the first was alone: its lease is LEASE seconds of the whole limit, and the second's comes after it
     assert next_turn(second) >= LEASE - BURST
-    assert next_turn(stores().pacer("another deployment", requests_per_minute=600)) < 0.1
+    assert next_turn(stores().pacer("another deployment", requests_per_minute=600)) <= 0
 
 
 def test_what_a_process_booked_and_did_not_spend_goes_back(stores: Callable[[], RedisStore]) -> None:
     first, second = (stores().pacer(KEY, requests_per_minute=600) for _ in range(2))
-    assert next_turn(first) < 0.1
+    assert next_turn(first) <= 0
     first.close()  # one request of the lease's five went: the other four are given back
-    assert next_turn(second) < 0.1
+    assert next_turn(second) <= 0
 
 
 def test_a_429_pauses_every_process_for_its_retry_after(stores: Callable[[], RedisStore]) -> None:
@@ -88,8 +89,8 @@ def test_a_429_pauses_the_others_at_once_not_with_their_next_lease(stores: Calla
 def test_store_time_is_the_only_time_processes_compare(stores: Callable[[], RedisStore]) -> None:
     first = stores().pacer(KEY, requests_per_minute=600)
     far = SharedPacer(stores(), KEY, 600, None, True, clock=lambda: time.monotonic() + 86_400 * 365)
-    assert next_turn(first) < 0.1
-    assert LEASE - BURST <= next_turn(far) <= LEASE + 0.1
+    assert next_turn(first) <= 0
+    assert LEASE - BURST <= next_turn(far) <= LEASE
 
 
 def test_a_killed_process_leaves_the_limit_to_the_others_within_the_time_it_had_booked(
@@ -103,7 +104,7 @@ def test_a_killed_process_leaves_the_limit_to_the_others_within_the_time_it_had_
         child.send_signal(signal.SIGKILL)
     assert 0 < booked <= 2 * LEASE  # a lease, and the next one asked for before the first runs out
     took = next_turn(stores().pacer(KEY, requests_per_minute=600))
-    assert booked - 2 * BURST <= took <= booked + 0.1
+    assert booked - 2 * BURST <= took <= booked
 
 
 CHILD = """
@@ -139,7 +140,7 @@ def test_with_the_store_away_a_process_paces_to_its_share_and_says_so_once(
     try:
         with caplog.at_level(logging.WARNING, logger="wrapper"):
             next_turn(first)
-            turns = [time.monotonic() for _ in range(5) if next_turn(first) >= 0]
+            four = sum(next_turn(first) for _ in range(4))  # at the share: four times 60 / 300 s
             time.sleep(RETRY)
             next_turn(first)  # tries the store again: away still
     finally:
@@ -147,8 +148,7 @@ def test_with_the_store_away_a_process_paces_to_its_share_and_says_so_once(
             redis_server.start()
         else:
             redis_server.resume()
-    gaps = [later - earlier for earlier, later in itertools.pairwise(turns)]
-    assert gaps == pytest.approx([2 * 60 / 600] * 4, abs=0.02)  # 300/min: half of 600
+    assert four == pytest.approx(4 * 60 / 300, abs=0.05)  # 300/min: half of 600
     away = [r.getMessage() for r in caplog.records if "is away" in r.getMessage()]
     assert len(away) == 1, away
     assert "300 requests/min for " in away[0]
@@ -213,7 +213,7 @@ def test_other_limits_for_one_key_are_logged(
 def test_a_forked_child_is_a_process_of_its_own(stores: Callable[[], RedisStore]) -> None:
     store = stores()
     pacer = store.pacer(KEY, requests_per_minute=600)
-    assert next_turn(pacer) < 0.1
+    assert next_turn(pacer) <= 0
     parent = store.process
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # the store's threads: the child has none
