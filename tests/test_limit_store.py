@@ -20,6 +20,7 @@ import redis
 from redis_server import RedisServer
 
 from wrapper.batch import Pacer
+from wrapper.batch._pacing import WINDOW
 from wrapper.pacing import LocalStore, RedisStore, SharedPacer, limit_key, limit_store
 from wrapper.pacing._constants import LEASE, RETRY
 from wrapper.pacing._redis import TIMEOUT
@@ -84,6 +85,27 @@ def test_a_429_pauses_the_others_at_once_not_with_their_next_lease(stores: Calla
     first.slow_down(2.0)
     time.sleep(0.1)
     assert 1.7 <= next_turn(second) <= 2.0
+
+
+def test_429s_cut_the_shared_rate_for_everybody_and_a_restarted_store_keeps_it(
+    stores: Callable[[], RedisStore], redis_url: str
+) -> None:
+    first = stores().pacer(KEY, requests_per_minute=600)
+    next_turn(first)
+    for count, then in ((1, WINDOW / 2), (9, WINDOW / 2 + 0.05)):  # 10 429s, nothing through: cut by half
+        for _ in range(count):
+            first.slow_down(None)
+        time.sleep(then)
+    first.slow_down(None)
+    first.close()
+    second = stores().pacer(KEY, requests_per_minute=600)
+    next_turn(second)
+    assert second.requests_per_minute == pytest.approx(300, rel=0.05)
+    redis.Redis.from_url(redis_url).flushall()  # a store restarted without its data
+    next_turn(first)  # the first after it tells the rate it kept
+    third = stores().pacer(KEY, requests_per_minute=600)
+    next_turn(third)
+    assert third.requests_per_minute == pytest.approx(300, rel=0.05)
 
 
 def test_store_time_is_the_only_time_processes_compare(stores: Callable[[], RedisStore]) -> None:
