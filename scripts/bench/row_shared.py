@@ -48,12 +48,27 @@ class _Redis:
     def start(self) -> None:
         executable = shutil.which("redis-server")
         if executable is None:
-            raise RuntimeError("the shared-limit rows need redis-server on PATH (Debian's redis-server package)")
-        command = [executable, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--dir", self._directory]
+            raise RuntimeError(
+                "the shared-limit rows need redis-server on PATH (Debian's redis-server package)"
+            )
+        command = [
+            executable,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--dir",
+            self._directory,
+        ]
         self._process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), 0.5) as ping:
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", self.port), 0.5) as ping,
+            ):
                 ping.sendall(b"PING\r\n")
                 if ping.recv(16).startswith(b"+PONG"):
                     return
@@ -130,7 +145,9 @@ def shared_rows(sizes: Sizes) -> list[Row]:
         for kind in ("router", "async router"):
             job = Job(kind, "", each, 16, rpm, store=redis.url, key=f"bench {kind}")
             outcome, requests, limited = _limited(job, PROCESSES, rpm)
-            name = f"shared limit, {PROCESSES} processes x {kind} of 1 route: {rpm:,}/min; {prompts:,} prompts"
+            name = (
+                f"shared limit, {PROCESSES} processes x {kind} of 1 route: {rpm:,}/min; {prompts:,} prompts"
+            )
             rows += _rate_rows(name, outcome.rate(), requests, limited, rpm, "completions/min")
         alone = Job("async router", "", each, 16, rpm)
         outcome, _, _ = _limited(alone, PROCESSES, rpm)
@@ -147,13 +164,25 @@ def shared_rows(sizes: Sizes) -> list[Row]:
         )
 
         tpm, max_tokens = sizes.shared_tpm, 16
-        job = Job("async batch", "", each // 2, 16, None, tpm, store=redis.url, key="bench tokens", max_tokens=max_tokens)
+        job = Job(
+            "async batch",
+            "",
+            each // 2,
+            16,
+            None,
+            tpm,
+            store=redis.url,
+            key="bench tokens",
+            max_tokens=max_tokens,
+        )
         outcome, requests, limited = _limited(job, 2, tpm=tpm)
         name = f"shared limit, 2 processes x complete_many: {tpm:,} tokens/min; {each:,} prompts"
         rows += _rate_rows(name, outcome.tokens * 60 / outcome.seconds, requests, limited, tpm, "tokens/min")
 
         limit, seconds = sizes.shared_adaptive_rpm, sizes.shared_adaptive_seconds
-        adaptive = Job("async router", "", limit * seconds // 60 // PROCESSES, 16, store=redis.url, key="bench adaptive")
+        adaptive = Job(
+            "async router", "", limit * seconds // 60 // PROCESSES, 16, store=redis.url, key="bench adaptive"
+        )
         outcome, requests, limited = _limited(adaptive, PROCESSES, limit)
         name = f"shared limit adaptive, {PROCESSES} processes, no limit given, the sandbox's {limit:,}/min"
         rows += [

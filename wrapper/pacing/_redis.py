@@ -186,12 +186,18 @@ class RedisStore:
     def lease(self, key: str, arguments: Sequence[str]) -> list[str]:
         """One call of the lease script for ``key``: one round trip (a store that lost its scripts, being
         restarted, takes two)."""
-        self.round_trips += 1
+        with self._lock:
+            self.round_trips += 1
         state = self.state_key(key)
         answer: list[Any] = self._script(
             keys=[state, f"{state}:processes"], args=[self.process, *arguments, self.channel]
         )
         return [value.decode() if isinstance(value, bytes) else str(value) for value in answer]
+
+    def lost_a_wait(self) -> None:
+        """A request waited for a call to Redis and could have gone sooner: counted in ``waited``."""
+        with self._lock:
+            self.waited += 1
 
     def away(self, error: BaseException, pacing: str) -> None:
         """A call failed: the first since Redis last answered is logged, saying how the process paces now."""

@@ -257,7 +257,7 @@ class SharedPacer:
                 kind, wait, alone = self._next(cost, now)
                 plan = self._plan
                 if kind is _TURN and polled and wait <= 0:  # it could have gone sooner: lost to the store
-                    self._store.waited += 1
+                    self._store.lost_a_wait()
             if alone is not None:
                 yield from alone.turns(cost)
                 return
@@ -435,9 +435,10 @@ class SharedPacer:
         with self._lock:
             now = self._here()
             alone = self._away(now)
-            if alone is not None:
-                return alone.delay(cost)
-            wait = max(self._ahead - (now - self._heard), 0.0)
+            if alone is not None and now >= self._horizon:
+                return max(alone.delay(cost), self._paused_until - now)
+            # the time booked on leases when last heard; while alone, until the horizon
+            wait = max((self._horizon if alone is not None else self._heard + self._ahead) - now, 0.0)
             for lease in self._leases:
                 taken = lease.take(cost, now, book=False)
                 if taken is not None:
