@@ -12,7 +12,9 @@ at one sandbox (seed 0), reset before each block. Conventions of the pages:
   and only the plugins such a project has (pytest-asyncio, pytest-httpx, this package's), and every
   test must pass;
 - a block whose first line is ``# Type-checked, not run: <why>`` needs what this machine lacks
-  (an S3 bucket, a corporate CA); it is not run, and says so on the page.
+  (an S3 bucket, a corporate CA); it is not run, and says so on the page;
+- a block that reads ``REDIS_URL`` from the environment (a limit shared through Redis) gets the URL
+  of a real ``redis-server`` there, emptied before it runs.
 
 Every block, run or not, is also type-checked with mypy.
 """
@@ -62,6 +64,11 @@ class Block(NamedTuple):
         """It starts a sandbox that enforces a rate: what it prints (the 429s met) depends on the pace the
         machine allows, so it runs in the serial part, with nothing beside it."""
         return RATE_LIMITED.search(self.code) is not None
+
+    @property
+    def needs_redis(self) -> bool:
+        """It reads the URL of a Redis server from the environment, as the docs tell readers to set it."""
+        return "REDIS_URL" in self.code
 
     @property
     def is_test_file(self) -> bool:
@@ -134,9 +141,14 @@ RUN = [e for e in EXAMPLES if e.parsed.not_run is None]
     [pytest.param(e, marks=pytest.mark.serial) if e.parsed.meets_a_rate_limit else e for e in RUN],
     ids=_name,
 )
-def test_example_runs(example: Example, docs_sandbox: Sandbox, tmp_path: Path) -> None:
+def test_example_runs(
+    example: Example, docs_sandbox: Sandbox, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     block: Block = example.parsed
     docs_sandbox.reset()
+    env = _environment(docs_sandbox)
+    if block.needs_redis:
+        env["REDIS_URL"] = request.getfixturevalue("redis_url")
     if block.is_test_file:
         script = tmp_path / "test_example.py"
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *USER_PLUGINS, script.name]
@@ -147,7 +159,7 @@ def test_example_runs(example: Example, docs_sandbox: Sandbox, tmp_path: Path) -
     done = subprocess.run(
         command,
         cwd=tmp_path,
-        env=_environment(docs_sandbox),
+        env=env,
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
