@@ -64,6 +64,7 @@ local step_rate, step_start = num(s.step_rate, OPENING), num(s.step_start, now)
 local step_sent, step_answered = num(s.step_sent, 0), num(s.step_answered, 0)
 local step_limited = num(s.step_limited, 0)
 local first_429 = num(s.first_429, nil)
+local taken = num(s.taken, 0)  -- successes since the first 429 after the last cut
 local cool_until = num(s.cool_until, -inf)
 
 -- Answers and requests over the last RING * SLOT seconds, in slots: the rates the adaptation measures.
@@ -122,6 +123,9 @@ if token_rate < inf then token_due = token_due + corrections / token_rate end
 due = math.max(due - back, math.min(due, now))
 token_due = math.max(token_due - back_tokens, math.min(token_due, now))
 add(successes, now - span, now, succeeded)
+if first_429 and succeeded > 0 then  -- the part of them that came after it, as spread over the span
+  taken = taken + succeeded * (span > 0 and math.min(math.max((now - first_429) / span, 0), 1) or 1)
+end
 add(refusals, now, now, limited)
 -- A 429 pauses every process for its Retry-After: the turns booked before the pause ends are void,
 -- and the timeline starts again after it, evenly, with no burst (as the pacer's does).
@@ -159,12 +163,12 @@ if opening then
 end
 
 -- The cut: 429s are SHARE of the answers since the last cut (MIN_429S at least), and what got through
--- since the first of them (over WINDOW at most) is measured: MIN_GOT successes, or WINDOW: the rate is
--- cut to BACKOFF of it, as the pacer cuts its own. A process reports its successes with its next call:
+-- since the first of them is measured: MIN_GOT successes, or WINDOW: the rate is cut to BACKOFF of it
+-- (or of the success rate over WINDOW, if lower), as the pacer cuts its own. A process reports its successes with its next call:
 -- over a stretch, what was reported covers each process up to when it was last seen, and a rate is
 -- what was reported over that time (on average over the processes seen in the stretch).
 if adaptive and limited > 0 then
-  first_429 = first_429 or now
+  if not first_429 then first_429, taken = now, 0 end
   local seen = redis.call('ZRANGEBYSCORE', KEYS[2], now - SEEN, '+inf', 'WITHSCORES')
   local function covered(from)
     local sum, count = 0, 0
@@ -179,11 +183,9 @@ if adaptive and limited > 0 then
   local got_since = total(successes, since, now)
   local answered = refused + got_since * (now - since) / math.max(covered(since), SLOT)
   if now - cut_at >= math.max(INTERVAL, pause) and refused >= math.max(MIN_429S, SHARE * answered) then
-    local from = math.max(first_429, cut_at, now - WINDOW)
-    local got = total(successes, from, now)
-    if got >= MIN_GOT or now - first_429 >= WINDOW then
+    if taken >= MIN_GOT or now - first_429 >= WINDOW then
       local recent = got_since / math.max(covered(since), INTERVAL)
-      local achieved = math.min(got / math.max(covered(from), SLOT), recent)
+      local achieved = math.min(taken / math.max(covered(first_429), SLOT), recent)
       local before = rate()
       local cut
       if opening or before == inf then  -- the first cut: no rate kept so far bounds it
@@ -243,7 +245,7 @@ redis.call('HSET', KEYS[1],
   'cut_to', text(cut_to), 'cut_at', text(cut_at), 'opening', opening and '1' or '0',
   'step_rate', text(step_rate), 'step_start', text(step_start), 'step_sent', text(step_sent),
   'step_answered', text(step_answered), 'step_limited', text(step_limited),
-  'first_429', first_429 and text(first_429) or '', 'heard', heard and '1' or '0',
+  'first_429', first_429 and text(first_429) or '', 'taken', text(taken), 'heard', heard and '1' or '0',
   'cool_until', text(cool_until), 'newest', text(newest),
   'successes', packed(successes), 'refusals', packed(refusals), 'booked', packed(booked),
   'rpm', rpm and text(rpm) or '', 'tpm', tpm and text(tpm) or '')
