@@ -19,13 +19,15 @@ KNOWN = 60.0
 RETRY = 0.5
 """Seconds between two tries of a store that is away."""
 REJOIN = 2 * RETRY
-"""Seconds a process back with the store keeps to its share as well: the others it shared with come
-back within ``RETRY`` of it, and until then pace to their shares."""
+"""Seconds a process back with the store paces alone still, to its share: the others it shared with
+come back within ``RETRY`` of it, and until then pace to theirs."""
 TTL = 600.0
 """Seconds a limit's state outlives its last use in the store (its rate learnt from 429s with it)."""
 
 SCRIPT = {
     "LEASE": LEASE,
+    "REJOIN": REJOIN,
+    "RETRY": RETRY,
     "STEP": STEP,
     "SEEN": SEEN,
     "KNOWN": KNOWN,

@@ -45,7 +45,8 @@ local back = num(ARGV[13], 0)         -- seconds of the request timeline booked 
 local back_tokens = num(ARGV[14], 0)  -- likewise, of the token timeline
 local cool = num(ARGV[15], nil)       -- seconds of cooldown the process starts for the limit's route
 local hint = num(ARGV[16], nil)       -- requests a second to start from if the state is new
-local channel = ARGV[17]              -- where a pause is published, to every process at once
+local back_again = ARGV[17] == '1'    -- the process paced alone: the store was away
+local channel = ARGV[18]              -- where a pause is published, to every process at once
 
 local raw = redis.call('HGETALL', KEYS[1])
 local s = {}
@@ -202,6 +203,14 @@ if adaptive and limited > 0 then
   end
 end
 
+-- Back after an outage that every process met (nobody called for RETRY), or a restart that lost the
+-- state: the processes pace alone to their shares until REJOIN seconds on (each comes back within
+-- RETRY of the first, and must not meet leases before then), and the leases start then, with no burst.
+local rejoin = num(s.rejoin, -inf)
+if back_again and rejoin <= now and (fresh or now - num(s.called, -inf) > RETRY) then
+  rejoin = now + REJOIN + BURST
+end
+
 -- The lease: the next `count` requests on the timeline, as many as LEASE seconds of the limit over
 -- the processes active (a step of the opening's while it lasts), at least one; and their tokens.
 local request_rate = rate()
@@ -216,7 +225,7 @@ if want then
   else
     count = math.max(1, math.floor(count))
   end
-  local earliest = math.max(now, paused)
+  local earliest = math.max(now, paused, rejoin)
   if request_rate < inf then
     start = math.max(due, earliest)
     due = start + count / request_rate
@@ -246,7 +255,7 @@ redis.call('HSET', KEYS[1],
   'step_rate', text(step_rate), 'step_start', text(step_start), 'step_sent', text(step_sent),
   'step_answered', text(step_answered), 'step_limited', text(step_limited),
   'first_429', first_429 and text(first_429) or '', 'taken', text(taken), 'heard', heard and '1' or '0',
-  'cool_until', text(cool_until), 'newest', text(newest),
+  'cool_until', text(cool_until), 'newest', text(newest), 'rejoin', text(rejoin), 'called', text(now),
   'successes', packed(successes), 'refusals', packed(refusals), 'booked', packed(booked),
   'rpm', rpm and text(rpm) or '', 'tpm', tpm and text(tpm) or '')
 redis.call('PEXPIRE', KEYS[1], math.floor(TTL * 1000))
@@ -257,6 +266,6 @@ return {
   text(token_start - now), text(tokens), text(token_rate),
   text(math.max(paused - now, 0)), tostring(active), tostring(known),
   text(math.max(cool_until - now, 0)), text(math.max(due - now, 0)), text(lookahead),
-  opening and '1' or '0', fresh and '1' or '0',
+  text(math.max(rejoin - now, 0)), opening and '1' or '0', fresh and '1' or '0',
   s.rpm or '', s.tpm or '',
 }

@@ -11,11 +11,13 @@ did since its last: successes and their real token counts (which move the token 
 and they cut the shared rate when too many), a cooldown started, and budget booked but not spent
 (given back on ``close``, or when a request costs more tokens than a lease has left).
 
-When the store is away (a call fails or does not answer within its timeout) the pacer drops its
-leases and paces alone to its share: the limit over the processes last seen with it (with no limit
-given, the shared rate it last heard over them), adapting to 429s as ``Pacer`` does. It tries the
-store again every ``RETRY`` seconds; back, it books leases again but keeps to its share as well for
-``REJOIN`` seconds, until the others it shared with are back too.
+When the store is away (a call fails or does not answer within its timeout) the pacer spends its
+leases until the time every process had booked when the store last answered, then paces alone to its
+share: the limit over the processes last seen with it (with no limit given, the shared rate it last
+heard over them), adapting to 429s as ``Pacer`` does. It tries the store again every ``RETRY``
+seconds; back, it paces alone until the leases start again: ``REJOIN`` seconds after the first
+process came back after an outage every process met (when the others are back too), at once after
+one of its own.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import TYPE_CHECKING
 from wrapper.batch import Pacer
 from wrapper.batch._pacing import BURST, MAX_RETRY_AFTER
 
-from ._constants import LEASE, REJOIN, RETRY
+from ._constants import LEASE, RETRY
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -205,7 +207,7 @@ class SharedPacer:
         self._alone: Pacer | None = None  # this process's share, while the store is away and just after
         self._primed = False  # whether its first BURST is booked
         self._horizon = -math.inf  # when the time booked on leases ends, as last heard
-        self._rejoined = -math.inf  # when the store answered again after being away
+        self._shared_at = math.inf  # when pacing alone ends: the first lease's, once the store is back
         self._retry_at = -math.inf
         self._rate = math.inf if self._rpm is None else self._rpm / 60  # the shared request rate last heard
         self._known = 1  # the processes last seen with the limit
@@ -231,73 +233,74 @@ class SharedPacer:
             return self._rate * 60
 
     def _away(self, now: float) -> Pacer | None:
-        """The pacer of this process's share while the store is away (not while rejoining), else None.
+        """The pacer of this process's share while it paces alone, else None.
 
-        Rejoined for ``REJOIN`` seconds, the process stops keeping to its share: the turns of its leases
-        that went by meanwhile are given up, or they would all go at once.
+        Back with the store, the process paces alone until the store says leases start (``REJOIN``
+        seconds after the first process came back, when every other is back too; at once if the others
+        never left), then books its turns on leases again.
         """
-        if self._alone is not None and self._rejoined == -math.inf:
-            return self._alone
-        if self._alone is not None and now >= self._rejoined + REJOIN:
+        if self._alone is not None and now >= self._shared_at:
             self._alone = None
-            for lease in self._leases:
-                lease.skip(now)
-        return None
+            self._plan += 1  # the turns booked on the share are booked again, on leases
+        return self._alone
 
     def turns(self, cost: float) -> Iterator[float]:
         """The seconds a request of ``cost`` estimated tokens waits for its turn, in parts: wait each.
 
         A turn is booked on a lease, or (while the store is away) on this process's share. A pause (a
-        429's Retry-After) that comes before the turn voids it: the request books again after the pause.
+        429's Retry-After) that comes before the turn voids it, as going back to leases voids a turn on
+        the share: the request books again (it waits in parts of ``BURST`` at most, to see them).
         """
         polled = False  # it waited for a call to the store
         while True:
             with self._lock:
                 now = self._here()
-                kind, wait, alone = self._next(cost, now)
+                kind, wait = self._next(cost, now)
                 plan = self._plan
                 if kind is _TURN and polled and wait <= 0:  # it could have gone sooner: lost to the store
                     self._store.lost_a_wait()
-            if alone is not None:
-                yield from alone.turns(cost)
-                return
             polled = polled or kind is _POLL
-            yield wait
-            if kind is _TURN:  # it goes, unless a pause came meanwhile: it voided the turn
-                with self._lock:
-                    if self._plan == plan:
-                        return
+            if kind is not _TURN:
+                yield wait
+                continue
+            until = now + wait
+            while (left := until - self._clock()) > BURST and self._plan == plan:
+                yield BURST
+            if self._plan == plan:
+                yield left
+            with self._lock:
+                if self._plan == plan:
+                    return
 
-    def _next(self, cost: float, now: float) -> tuple[object, float, Pacer | None]:
+    def _next(self, cost: float, now: float) -> tuple[object, float]:
         """What a request of ``cost`` tokens does next (the caller holds the lock): ``_TURN`` (booked: wait
-        for it), ``_WAIT`` or ``_POLL`` (wait, then ask again), or pace with the pacer given (alone)."""
+        for it), or ``_WAIT``/``_POLL`` (wait, then ask again)."""
         alone = self._away(now)
         if now < self._paused_until:  # turns that go by in a pause are lost: book after it
-            return _WAIT, self._paused_until - now, None
+            return _WAIT, self._paused_until - now
         if alone is not None and now >= self._horizon:
-            self._retry(now, cost)
+            if self._shared_at == math.inf:
+                self._retry(now, cost)
             if not self._primed:  # no burst when the share starts: its first BURST is booked
                 self._primed = True
                 for _ in range(math.ceil(BURST * alone.requests_per_minute / 60)):
                     alone.reserve(0)
-            return _WAIT, 0.0, alone
-        if alone is None and self._alone is not None and (share := self._alone.delay(cost)) > 0:
-            return _WAIT, share, None  # rejoining: its share's turn first, then a lease's
+            if (delay := alone.delay(cost)) > BURST:  # booked once near, like a lease's turns
+                return _WAIT, delay - BURST
+            return _TURN, alone.reserve(cost)
         wait = self._take(cost, now, ask=alone is None)
         if wait is not None:
-            return _TURN, wait, None
+            return _TURN, wait
         if alone is not None:  # every process's leases run until then; this one's are spent
-            return _WAIT, self._horizon - now, None
+            return _WAIT, self._horizon - now
         if self._call is not None:
-            return _POLL, POLL, None
-        return _WAIT, max(self._booked - self._lookahead - now, POLL), None
+            return _POLL, POLL
+        return _WAIT, max(self._booked - self._lookahead - now, POLL)
 
     def _take(self, cost: float, now: float, *, ask: bool = True) -> float | None:
         """Book a turn on the leases held (the caller holds the lock): its wait, or None if none could.
         Unless not ``ask``, the next lease is asked for when they run low and the time they book ends
         within ``lookahead``: no process books far ahead.
-
-        While rejoining, the turn is booked on this process's share too.
         """
         report = self._report
         while self._leases:
@@ -310,8 +313,6 @@ class SharedPacer:
             report.sent += 1
             report.corrections += lease.over
             lease.over = 0.0
-            if self._alone is not None and self._rejoined > -math.inf:
-                wait = max(wait, self._alone.reserve(cost))
             if ask and len(self._leases) == 1 and lease.low(now) and self._booked - now <= self._lookahead:
                 self._ask(now, cost)
             return wait
@@ -346,6 +347,7 @@ class SharedPacer:
             repr(float(cost)),
             *report.arguments(now),
             hint,
+            "1" if self._alone is not None else "0",
         ]
         self._call = self._store.submit(lambda: self._exchange(arguments, lease, now))
 
@@ -376,9 +378,21 @@ class SharedPacer:
     def _heard_answer(self, answer: list[str], lease: bool, now: float, took: float) -> str | None:
         """Take in an answer of the store's, which took ``took`` seconds to come (the caller holds the
         lock); a warning to log if the limit key is given other limits by another process."""
-        start, count, rate, token_start, tokens, token_rate, paused, _, known, cool, ahead, lookahead = map(
-            float, answer[:12]
-        )
+        (
+            start,
+            count,
+            rate,
+            token_start,
+            tokens,
+            token_rate,
+            paused,
+            _,
+            known,
+            cool,
+            ahead,
+            lookahead,
+            rejoin,
+        ) = map(float, answer[:13])
         if paused and now + paused > self._paused_until + took:  # a pause not heard of yet
             self._paused(now, now + paused)
         for held in self._leases:  # booked at a rate since cut: what they have not spent goes back
@@ -388,13 +402,13 @@ class SharedPacer:
             booked = _Lease(now + start, int(count), rate, now + token_start, tokens, token_rate, now)
             self._leases.append(booked)
             self._booked = max(self._booked, booked.until)
-        self._lookahead, self._opening = lookahead, answer[12] == "1"
+        self._lookahead, self._opening = lookahead, answer[13] == "1"
         self._rate, self._known = rate, max(int(known), 1)
         self._cool_until = max(self._cool_until, now + cool)
         self._ahead, self._heard = ahead, now
-        if self._alone is not None and self._rejoined == -math.inf:
-            self._rejoined = now
-        given = [value and float(value) for value in answer[14:16]]
+        if self._alone is not None and self._shared_at == math.inf:  # back: alone until the leases start
+            self._shared_at = now + rejoin - BURST  # (their first turn is a turn's length after that)
+        given = [value and float(value) for value in answer[15:17]]
         ours = [self._rpm, self._tpm]
         if self._warned or all(theirs in ("", mine) for theirs, mine in zip(given, ours, strict=True)):
             return None
@@ -411,7 +425,7 @@ class SharedPacer:
         The share starts once the time booked on leases when the store last answered has gone by; until
         then, the process spends its own leases.
         """
-        self._rejoined = -math.inf
+        self._shared_at = math.inf
         self._retry_at = now + RETRY
         known = self._known
         rpm = self._rpm if self._rpm is not None else (None if self._rate == math.inf else self._rate * 60)
@@ -435,18 +449,15 @@ class SharedPacer:
         with self._lock:
             now = self._here()
             alone = self._away(now)
+            paused = self._paused_until - now
             if alone is not None and now >= self._horizon:
-                return max(alone.delay(cost), self._paused_until - now)
-            # the time booked on leases when last heard; while alone, until the horizon
-            wait = max((self._horizon if alone is not None else self._heard + self._ahead) - now, 0.0)
+                return max(alone.delay(cost), paused)
             for lease in self._leases:
-                taken = lease.take(cost, now, book=False)
-                if taken is not None:
-                    wait = taken
-                    break
-            if self._alone is not None:
-                wait = max(wait, self._alone.delay(cost))
-            return max(wait, self._paused_until - now)
+                wait = lease.take(cost, now, book=False)
+                if wait is not None:
+                    return max(wait, paused)
+            # the time booked on leases when last heard (while alone, until the horizon)
+            return max((self._horizon if alone is not None else self._heard + self._ahead) - now, paused, 0.0)
 
     def correct(self, estimate: float, actual: float) -> None:
         """A request succeeded and used ``actual`` tokens where ``estimate`` was charged."""
@@ -469,7 +480,7 @@ class SharedPacer:
             pause = 0.0 if retry_after is None else min(retry_after, MAX_RETRY_AFTER)
             self._paused(now, now + pause)
             alone = self._away(now)
-            if alone is None:
+            if alone is None or self._shared_at < math.inf:  # the store answers: the others hear of it
                 report = self._report
                 report.limited += 1
                 if retry_after is not None:
