@@ -13,10 +13,10 @@ import pytest
 from helpers import LocalServer, json_reply, scale_body
 
 from wrapper import BatchStats
-from wrapper.batch._opening import DOUBLING, OPENING
-from wrapper.batch._pacing import BACKOFF, BURST, MIN_429S, RECOVERY, SHARE, Pacer
 from wrapper.batch._run import acomplete_jobs
 from wrapper.gradient import AsyncGradient, Gradient
+from wrapper.pacing._opening import DOUBLING, OPENING
+from wrapper.pacing._pacer import BACKOFF, BURST, MIN_429S, RECOVERY, SHARE, Pacer
 from wrapper.sandbox import Sandbox
 from wrapper.sandbox._limits import RateLimits
 from wrapper.scale import AsyncScale, Scale

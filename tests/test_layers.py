@@ -22,6 +22,7 @@ CORE = ("wrapper._core", "wrapper._generated", "wrapper.apis", "wrapper.errors",
 """What the core is made of: its folder, the generated code, and the public modules that are its API
 descriptors, its errors and its testing switch."""
 EXTRAS = {
+    "pacing": ("wrapper.pacing",),
     "batch": ("wrapper.batch",),
     "router": ("wrapper.router",),
     "command line": ("wrapper._cli", "wrapper.__main__"),

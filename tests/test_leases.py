@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from wrapper.batch._pacing import BURST
+from wrapper.pacing._pacer import BURST
 from wrapper.ray._leases import LEASE, Coordinator, Grant, LeasedLimiter, Report
 
 pytestmark = pytest.mark.filterwarnings("error")  # a coroutine never awaited, say, is a bug here

@@ -10,7 +10,8 @@ paced and counted through the clients' hooks (``wrapper.CallHooks``). ``complete
 (``wrapper.router``), whose ``complete_many`` they are.
 """
 
-from ._pacing import Limiter, Pacer, checked_limit, estimate_tokens
+from wrapper.pacing import Limiter, Pacer, checked_limit, estimate_tokens
+
 from ._run import (
     FORGIVEN_429S,
     AsyncBatchIterator,

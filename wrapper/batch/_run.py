@@ -35,8 +35,8 @@ import httpx
 
 from wrapper import CallHooks, CallInfo, Completion, RequestOptions
 from wrapper.errors import APIError, APIStatusError, RateLimitError
+from wrapper.pacing import Limiter, Pacer, estimate_tokens
 
-from ._pacing import Limiter, Pacer, estimate_tokens
 from ._stats import BatchStats, Tally
 
 if TYPE_CHECKING:

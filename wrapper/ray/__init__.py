@@ -55,7 +55,8 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
     raise ImportError(f"wrapper.ray needs Ray Data, which is not installed: {install_hint('ray')}") from exc
 
 from wrapper import apis
-from wrapper.batch import BatchResult, acomplete_jobs, checked_limit
+from wrapper.batch import BatchResult, acomplete_jobs
+from wrapper.pacing import checked_limit
 
 from ._leases import Coordinator, Grant, LeasedLimiter, Report
 

@@ -12,7 +12,7 @@ are that much shorter, so that a worker who comes waits little for the others to
 ``Pacer`` and asks for the next one when the lease runs out, reporting what it used (requests and
 tokens, token corrections, successes, 429s): the unused part of the lease goes back, and its next
 lease starts where its use of the last one ends. A 429 is reported at once. With no limit given,
-the limit opens as a batch's does (``wrapper.batch._opening``): while it opens, a lease lasts one of its
+the limit opens as a batch's does (``wrapper.pacing._opening``): while it opens, a lease lasts one of its
 steps, and the 429s reported count in the step at once (a cut still waits for every worker's report).
 
 Bounds: a fixed limit is never exceeded by the leases; the requests themselves may go up to
@@ -33,7 +33,7 @@ from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 
 from wrapper import RetryPolicy
-from wrapper.batch import Pacer, checked_limit
+from wrapper.pacing import Pacer, checked_limit
 
 __all__ = ["LEASE", "Coordinator", "Grant", "LeasedLimiter", "Report"]
 

@@ -21,8 +21,9 @@ from typing import Any
 import attrs
 
 from wrapper import CallHooks, CallInfo, Completion, CompletionChunk, RawResponse, RequestOptions, RetryPolicy
-from wrapper.batch import FORGIVEN_429S, Pacer, estimate_tokens
+from wrapper.batch import FORGIVEN_429S
 from wrapper.errors import APIError, APIStatusError, APITimeoutError, RateLimitError
+from wrapper.pacing import Pacer, estimate_tokens
 from wrapper.testing import is_testing
 
 from ._errors import AllRoutesFailedError

@@ -10,7 +10,7 @@ busy machine, a garbage collection) voids the slots booked after it, whose reque
 evenly from now. Otherwise every slot that went by meanwhile would go at once, a burst the GCRA
 never allows (a sync batch held up two seconds sent 35 requests at once into a server's limit).
 
-With no limit given, the pacer opens slowly and finds the rate the server takes (``wrapper.batch._opening``:
+With no limit given, the pacer opens slowly and finds the rate the server takes (``wrapper.pacing._opening``:
 slow start). Then, as below the limits given, it adapts (AIMD) to a limit the server keeps but did not
 announce. Every 429 pauses every request for its Retry-After: the slots booked before it are booked
 again after it, evenly, not in a burst. The rate is cut only when the server really refuses the
