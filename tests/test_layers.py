@@ -29,7 +29,7 @@ EXTRAS = {
     "sandbox": ("wrapper.sandbox",),
     "Ray": ("wrapper.ray",),
     "telemetry": ("wrapper._telemetry",),
-    "frameworks": ("wrapper.langchain", "wrapper.llama_index", "wrapper._frameworks"),
+    "frameworks": ("wrapper.langchain", "wrapper.llama_index", "wrapper.frameworks"),
     "pytest plugin": ("wrapper.pytest_plugin",),
 }
 """Each extra and the modules (or folders) that are its own."""
