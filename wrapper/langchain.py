@@ -109,7 +109,7 @@ class _CompletionsLLM(BaseLLM):
         raise NotImplementedError
 
     def _options(self) -> dict[str, Any]:
-        return shared.client_options(self.timeout, self.max_retries)
+        return shared.timeout_and_retries(self.timeout, self.max_retries)
 
     @property
     def _client(self) -> Scale | Gradient:

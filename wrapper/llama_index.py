@@ -248,7 +248,7 @@ class ScaleLLM(_CompletionsLLM):
             "api_key": self.api_key,
             "account_id": self.account_id,
             "base_url": self.base_url,
-            **shared.client_options(self.timeout, self.max_retries),
+            **shared.timeout_and_retries(self.timeout, self.max_retries),
         }
 
     @property
@@ -310,7 +310,7 @@ class GradientLLM(_CompletionsLLM):
             "access_token": self.access_token,
             "workspace_id": self.workspace_id,
             "base_url": self.host,
-            **shared.client_options(self.timeout, self.max_retries),
+            **shared.timeout_and_retries(self.timeout, self.max_retries),
         }
 
     @property

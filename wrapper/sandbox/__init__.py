@@ -65,7 +65,8 @@ from . import _catalog
 from ._app import Exchange, SandboxApp, Stats
 from ._faults import Fault, make_rule, parse_rule
 from ._faults import __doc__ as _FAULTS_DOC
-from ._handler import FAULT_HEADER, registry
+from ._handler import FAULT_HEADER
+from ._registry import registry
 
 __all__ = ["HELP", "Exchange", "Fault", "Sandbox", "Stats", "serve"]
 

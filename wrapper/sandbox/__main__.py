@@ -8,8 +8,8 @@ import sys
 from . import HELP, _checked_port, serve
 from ._catalog import REJECTED_CREDENTIAL
 from ._faults import parse_rule
-from ._handler import registry
 from ._limits import checked_limit
+from ._registry import registry
 
 
 def _fault(text: str) -> str:

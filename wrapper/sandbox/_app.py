@@ -27,9 +27,10 @@ from starlette.types import Message, Receive, Scope, Send
 
 from . import _catalog
 from ._faults import Fault, FaultPlan, make_rule, parse_rule
-from ._handler import FAULT_HEADER, Call, Handler, registry
+from ._handler import FAULT_HEADER, Call, Handler
 from ._limits import RateLimits
 from ._lm import LanguageModel
+from ._registry import registry
 from ._validate import Invalid, request_body
 
 

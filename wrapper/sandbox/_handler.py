@@ -8,12 +8,11 @@ error, its defaults, its catalog, and how it answers. Each API's handler is ``HA
 
 from __future__ import annotations
 
-import importlib
 import random
 import re
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cached_property
 from typing import Any
 
 from starlette.requests import Request
@@ -143,16 +142,6 @@ class Handler:
     def triggers_help(self) -> str:
         """The help text's lines on what makes the API answer an error."""
         raise NotImplementedError
-
-
-@cache
-def registry() -> dict[str, Handler]:
-    """Every API's handler, by name, in the order of ``wrapper.apis.NAMES``."""
-    handlers = {name: importlib.import_module(f"{__package__}._{name}").HANDLER for name in _api.NAMES}
-    for name, handler in handlers.items():
-        if not isinstance(handler, Handler) or handler.name != name:
-            raise TypeError(f"wrapper.sandbox._{name}.HANDLER must be the Handler named {name!r}")
-    return handlers
 
 
 def sampling(
