@@ -85,8 +85,8 @@ if TYPE_CHECKING:
 class Scale(SyncClient):
     """A Scale GP client: ``complete``, ``stream``, ``complete_many``; close it (or use ``with``) when done.
 
-    Its arguments are its credentials (``api_key``, ``account_id``) and the options
-    every client takes (``wrapper.SyncClientOptions``: ``base_url``, ``timeout``, ``max_retries``,
+    Its arguments are its credentials (``api_key``, ``account_id``) and the options every client takes
+    (``wrapper.ClientOptions``: ``base_url``, ``timeout``, ``max_retries``,
     ``retry``, ``deadline``, ``stream_idle_timeout``, ``hooks``, ``http_client``, ``limits``,
     ``default_headers``); those left out come from the environment (``SGP_API_KEY``, required;
     ``SGP_ACCOUNT_ID``; ``SGP_CLIENT_BASE_URL``) or their defaults. A closed client refuses calls.

@@ -66,9 +66,9 @@ def _log_response(request: Request, status: int, started: float) -> None:
         )
 
 
-def _encoded(body: Any) -> bytes:
-    """``body`` as httpx encodes a ``json=`` argument, so that every transport sends the same bytes."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+"""Bodies as httpx encodes a ``json=`` argument, so that every transport sends the same bytes (one
+encoder: ``json.dumps`` with these arguments builds one a call)."""
 
 
 def target_request(target: Target, *, prompt: str, stream: bool) -> Request:
@@ -225,7 +225,7 @@ class ClientCore:
             if options.extra_query:
                 url = str(httpx.URL(url).copy_merge_params(options.extra_query))
             body = {**kwargs["json"], **options.extra_body} if options.extra_body else kwargs["json"]
-            content = _encoded(body)
+            content = _ENCODER.encode(body).encode()
         except UnicodeEncodeError:  # a lone surrogate somewhere: say in which argument
             extra = {"extra_query": options.extra_query, "extra_body": options.extra_body}
             check_encodable({"model": model, "prompt": prompt, **params, **extra})

@@ -3,8 +3,9 @@
 A hook factory, given in the ``hooks`` request option (of a client, ``with_options`` or a call), is
 called once per call with its ``CallInfo`` and returns the call's ``CallHooks`` (or None: nothing to
 add). The client's attempt loop then calls them around each attempt. The batch paces and counts its
-prompts this way, the telemetry traces each call, and so can your own code: count attempts, keep a
-shared rate limit, log each retry.
+prompts this way, the telemetry traces each call, a router's routes pace themselves and keep their
+health (``routing``: where each attempt goes), and so can your own code: count attempts, keep a shared
+rate limit, log each retry.
 """
 
 from __future__ import annotations

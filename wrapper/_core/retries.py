@@ -1,7 +1,7 @@
-"""Retries, in one place: the decision (whether a failure is retried, as the call's ``RetryPolicy``
-says, and after how long), each call's ``Attempts`` (its retries, its deadline, its hooks, and where a
-``Routing`` sends each attempt) and the attempt loop that follows them, once per side (``run``,
-``arun``).
+"""Retries, in one place: the decision (``retry_or_raise``: whether a failure is retried, as the call's
+``RetryPolicy`` says, and after how long), each call's ``Attempts`` (its retries, its deadline, its
+hooks, and the ``Target`` a ``wrapper.Routing`` sends each attempt to) and the attempt loop that follows
+them, once per side (``run``, ``arun``).
 
 Every call goes through one of these loops: ``complete``, the opening of a ``stream`` (up to its first
 chunk), each prompt of ``complete_many`` and of a Ray batch, and a router's calls over its routes.
