@@ -80,10 +80,13 @@ def text(*, min_length: int = 0, max_length: int | None = None) -> Rule:
 def path_segment(name: str, value: Any) -> Any:
     """A non-empty string that can be one segment of a URL path: not "." or "..", which URLs resolve away
     (the request would go to another path)."""
-    text(min_length=1)(name, value)
+    _non_empty(name, value)
     if value in (".", ".."):
         raise ValueError(f"{name} cannot be {value!r}: a URL path resolves it away")
     return value
+
+
+_non_empty = text(min_length=1)
 
 
 def boolean(name: str, value: Any) -> Any:
