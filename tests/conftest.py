@@ -24,6 +24,7 @@ from helpers import (
     call,
     retry_waits,
 )
+from redis_server import redis_server, redis_url  # noqa: F401  (fixtures: a real redis-server)
 
 from wrapper._core import options
 

@@ -7,7 +7,7 @@ attempt of a call goes, the router's extension of them), the clients' base class
 ``AsyncClient``: to annotate code that takes either API's client) and the default HTTP clients
 (``DefaultHttpxClient``, ``DefaultAsyncHttpxClient``) are importable from here, and so are the router's
 ``Router``, ``AsyncRouter`` and ``Route`` (``wrapper.router``); they load on first use, so that
-importing a client module stays as cheap as importing httpx.
+``import wrapper`` loads none of them.
 """
 
 from __future__ import annotations

@@ -19,9 +19,11 @@ from wrapper import _telemetry
 from wrapper._core.async_client import AsyncClient
 from wrapper._core.settings import DefaultClient, lazy_attribute
 from wrapper._core.sync_client import SyncClient
+from wrapper._core.wires.gradient import GradientWire
 from wrapper.apis import Api, Credential
 
 __all__ = ["API", "DEFAULT_BASE_URL", "AsyncGradient", "Gradient", "GradientParams", "complete", "stream"]
+
 
 DEFAULT_BASE_URL = "https://api.gradient.ai/api"
 API = Api(
@@ -45,8 +47,6 @@ API = Api(
 
 def _connect(credentials: Mapping[str, str]) -> tuple[GradientWire, dict[str, str]]:
     """Gradient's wire for the workspace, and the header that carries the access token."""
-    from wrapper._core.wires.gradient import GradientWire  # with the first client: the import stays light
-
     token = credentials["access_token"]
     return GradientWire(credentials["workspace_id"]), {"Authorization": f"Bearer {token}"}
 
@@ -57,7 +57,6 @@ if TYPE_CHECKING:
     from wrapper._core.options import ClientOptions, H, RequestOptions
     from wrapper._core.results import Completion
     from wrapper._core.streams import AsyncCompletionStream, CompletionStream
-    from wrapper._core.wires.gradient import GradientWire
     from wrapper._generated.gradient.params import GradientParams
     from wrapper.batch import AsyncBatchIterator, BatchIterator, BatchOptions
 

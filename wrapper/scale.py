@@ -20,9 +20,11 @@ from wrapper import _telemetry
 from wrapper._core.async_client import AsyncClient
 from wrapper._core.settings import DefaultClient, lazy_attribute
 from wrapper._core.sync_client import SyncClient
+from wrapper._core.wires.scale import ScaleWire
 from wrapper.apis import Api, Credential
 
 __all__ = ["API", "DEFAULT_BASE_URL", "AsyncScale", "Scale", "ScaleParams", "complete", "stream"]
+
 
 DEFAULT_BASE_URL = "https://api.egp.scale.com"
 API = Api(
@@ -46,10 +48,6 @@ API = Api(
 
 def _connect(credentials: Mapping[str, str]) -> tuple[ScaleWire, dict[str, str]]:
     """Scale's wire, and the headers that carry its credentials."""
-    from wrapper._core.wires.scale import (
-        ScaleWire,  # with the first client: `import wrapper.scale` stays light
-    )
-
     names = {"api_key": "x-api-key", "account_id": "x-selected-account-id"}
     return ScaleWire(), {names[keyword]: value for keyword, value in credentials.items()}
 
@@ -60,7 +58,6 @@ if TYPE_CHECKING:
     from wrapper._core.options import ClientOptions, H, RequestOptions
     from wrapper._core.results import Completion
     from wrapper._core.streams import AsyncCompletionStream, CompletionStream
-    from wrapper._core.wires.scale import ScaleWire
     from wrapper._generated.scale.params import ScaleParams
     from wrapper.batch import AsyncBatchIterator, BatchIterator, BatchOptions
 

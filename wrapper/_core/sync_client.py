@@ -15,6 +15,7 @@ import httpx
 from . import sse
 from .client import ClientCore, chunks_failed, is_event_stream, stream_failed, target_request
 from .error_mapping import invalid
+from .insecure import warn_if_insecure
 from .options import Options, checked_limits
 from .raw import RAW, RawResponse, WithRawResponse, WithStreamingResponse
 from .results import ResponseHeaders, routed, whole
@@ -55,6 +56,7 @@ class SyncClient(ClientCore):
         http_client, limits = arguments.pop("http_client", None), arguments.pop("limits", None)
         super().__init__(connect, arguments)
         limits = checked_limits(limits, checked_http_client(http_client, httpx.Client))
+        warn_if_insecure(self._base_url, http_client)
         if http_client is None:
             own = functools.partial(_own_pool, limits)
             self._transport = transport = HttpxTransport(own(), own)

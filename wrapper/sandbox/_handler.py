@@ -1,4 +1,4 @@
-"""What the sandbox's app asks of each API it serves: a ``Handler``, and the registry of them by API name.
+"""What the sandbox's app asks of each API it serves: a ``Handler`` (``_registry`` finds them by API name).
 
 The app runs every vendor request through the same steps (fault, credential, body, rate limits, model)
 and asks the request's handler only for what differs: where the credential travels, the shape of an
@@ -112,7 +112,8 @@ class Handler:
         raise NotImplementedError
 
     def status_error(self, status: int, message: str) -> Response:
-        """An error answer of ``status`` in the API's shape (a 401, a 429, an injected status)."""
+        """An error answer of ``status`` in the API's shape (a 401, a 429, a 408 or 413 for a body, an
+        injected status)."""
         raise NotImplementedError
 
     def invalid(self, errors: list[dict[str, Any]]) -> Response:

@@ -25,20 +25,6 @@ if TYPE_CHECKING:
 __all__ = ["AsyncTransports"]
 
 
-def _load_ahead(*, own: bool, httpx_async: bool) -> None:
-    """Import now, as an async client is built, what its first call would import inside the event loop.
-
-    There, importing aiohttp (some 80 modules, for the client's own pools) blocked the loop for 0.2 to
-    0.5 s, and asyncio's debug mode reported it; httpx's async pool imports its anyio backend on its
-    first connection. The modules load once per process: later clients find them loaded.
-    """
-    if own:
-        import wrapper._core.transports.aiohttp_transport  # noqa: F401
-    if httpx_async:
-        import anyio._backends._asyncio  # noqa: F401  (what anyio.connect_tcp imports)
-        import httpcore._backends.anyio  # noqa: F401  (what httpcore's AutoBackend imports)
-
-
 _HOOKS = (
     ("httpx", "AsyncHTTPTransport", "handle_async_request"),  # pytest-httpx
     ("httpcore", "AsyncConnectionPool", "handle_async_request"),  # respx, OpenTelemetry
@@ -93,7 +79,6 @@ class AsyncTransports:
         self._proxy = proxy
         self._lock = threading.Lock()
         self._closed = False
-        _load_ahead(own=http_client is None, httpx_async=http_client is not None or proxy)
         if http_client is None:
             verify()  # the pools' TLS context, loaded now (it is cached): a CA bundle takes tens of ms
 
@@ -101,7 +86,7 @@ class AsyncTransports:
             return AsyncHttpxTransport(httpx.AsyncClient(limits=limits, verify=verify(), trust_env=True))
 
         def own_aiohttp() -> AiohttpTransport:
-            from .aiohttp_transport import AiohttpTransport  # imported by _load_ahead already
+            from .aiohttp_transport import AiohttpTransport  # loaded ahead (async_client.load_ahead)
 
             return AiohttpTransport(verify(), limits)
 
