@@ -16,7 +16,7 @@ from collections.abc import AsyncIterable, Iterable, Mapping
 from typing import TYPE_CHECKING, Unpack
 
 from wrapper import _telemetry
-from wrapper._core.async_client import AsyncClient
+from wrapper._core.async_client import AsyncClient, load_ahead
 from wrapper._core.settings import DefaultClient, lazy_attribute
 from wrapper._core.sync_client import SyncClient
 from wrapper._core.wires.gradient import GradientWire
@@ -174,3 +174,5 @@ def stream(model: str, prompt: str, **params: Unpack[GradientCall]) -> Completio
 
 __getattr__ = lazy_attribute("GradientParams", "wrapper._generated.gradient.params")
 """``GradientParams``, the keyword-argument TypedDict generated from the spec, loaded on first use."""
+
+load_ahead()  # what building an AsyncGradient and its first call need: loaded here, not in an event loop

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterable, Iterable, Mapping
 from typing import TYPE_CHECKING, Unpack
 
 from wrapper import _telemetry
-from wrapper._core.async_client import AsyncClient
+from wrapper._core.async_client import AsyncClient, load_ahead
 from wrapper._core.settings import DefaultClient, lazy_attribute
 from wrapper._core.sync_client import SyncClient
 from wrapper._core.wires.scale import ScaleWire
@@ -187,3 +187,5 @@ def stream(model: str, prompt: str, **params: Unpack[ScaleCall]) -> CompletionSt
 
 __getattr__ = lazy_attribute("ScaleParams", "wrapper._generated.scale.params")
 """``ScaleParams``, the keyword-argument TypedDict generated from the spec, loaded on first use."""
+
+load_ahead()  # what building an AsyncScale and its first call need: loaded here, not in an event loop

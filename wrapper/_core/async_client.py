@@ -47,8 +47,7 @@ def load_ahead() -> None:
     anyio backend, the default pools' TLS context (a CA bundle: 25 to 45 ms) and the User-Agent (the
     package's metadata: 15 to 40 ms); asyncio's debug mode reported the first client's 0.39 s.
 
-    This module calls it as it is imported (with an API's module); the modules and the two values load
-    once per process.
+    Each API module calls it as it is imported; the modules and the two values load once per process.
     """
     import anyio._backends._asyncio  # noqa: F401  (what anyio.connect_tcp imports)
     import httpcore._backends.anyio  # noqa: F401  (what httpcore's AutoBackend imports)
@@ -278,6 +277,3 @@ def astream_routed(routing: Picks, prompt: str) -> AsyncCompletionStream:
         Attempts, routing.options, stream=True, routing=routing, prompt=prompt, build=build
     )
     return AsyncCompletionStream(_streamed(attempts, opening))
-
-
-load_ahead()  # what building an async client and its first call need: loaded here, not in an event loop
