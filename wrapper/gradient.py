@@ -114,7 +114,7 @@ class Gradient(SyncClient):
         """``complete`` for each prompt, at most ``concurrency`` in flight, paced to the limits given.
 
         As ``Scale.complete_many``: results as they finish (``ordered=True``: in input order),
-        ``.stats``, ``return_exceptions``, ``requests_per_minute``/``tokens_per_minute``.
+        ``.stats``, ``return_exceptions``, ``requests_per_minute``/``tokens_per_minute``, ``budget``.
         """
         from wrapper.batch import complete_many
 

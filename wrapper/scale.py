@@ -121,7 +121,8 @@ class Scale(SyncClient):
         Iterate for the results (``wrapper.BatchResult``) as they finish, or in input order with
         ``ordered=True``; ``.stats`` has the batch's figures (``wrapper.BatchStats``). A failed prompt
         raises its error unless ``return_exceptions=True``; ``requests_per_minute`` and
-        ``tokens_per_minute`` pace the batch evenly, and 429s slow it down (``wrapper.batch.BatchOptions``).
+        ``tokens_per_minute`` pace the batch evenly, and 429s slow it down; a ``budget``
+        (``wrapper.batch.Budget``) caps the prompts and tokens it sends (``wrapper.batch.BatchOptions``).
         """
         from wrapper.batch import complete_many
 

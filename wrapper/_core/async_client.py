@@ -23,7 +23,7 @@ from .raw import RAW, AsyncWithRawResponse, AsyncWithStreamingResponse, RawRespo
 from .results import ResponseHeaders, routed, whole
 from .retries import Attempts, Picks, Target, arun
 from .settings import Connect, checked_http_client
-from .stream_body import DeadlinePassed, Received, in_time
+from .stream_body import DeadlinePassed, Received, awaited_in_time, in_time
 from .transports.choice import AsyncTransports
 from .transports.environment import proxy_in_env, ssl_context
 
@@ -121,8 +121,14 @@ class AsyncClient(ClientCore):
         sent = attempts.bounded(request)
         transport = self._transports.ready() or await self._transports.pick()
         started = time.perf_counter()
+        left = attempts.left()
         try:
-            reply = await transport.send(sent)
+            if left == math.inf:
+                reply = await transport.send(sent)
+            else:  # the body too: a body trickled a byte at a time would outlast each read's timeout
+                reply = await awaited_in_time(transport.send(sent), left)
+        except DeadlinePassed:  # not an APIError: the attempt loop lets it through
+            raise
         except Exception as exc:
             raise self._failed(sent, started, exc) from exc
         return self._result(self._checked(reply, sent, started), route)
@@ -188,15 +194,14 @@ class AsyncClient(ClientCore):
             headers = ResponseHeaders(response.headers.raw)
             read = cast("StreamingWire", self._wire).chunk
             async with aclosing(sse.aevents(response)) as events:
-                late = functools.partial(received.too_late, attempts.options.deadline)
-                async for event in in_time(events, deadline, late):
+                async for event in in_time(events, deadline, received.too_late):
                     chunk = read(event, response, headers)
                     if chunk is not None:
                         yield received.add(chunk)
             received.check_complete(response.request)
         except httpx.TransportError as exc:
             if deadline is not None and loop.time() >= deadline:  # a read timed out at it
-                raise received.too_late(attempts.options.deadline) from exc
+                raise received.too_late() from exc
             raise
         finally:
             await response.aclose()
@@ -223,11 +228,7 @@ async def _streamed(
     reached the caller yet); after it, never.
     """
     with attempts() as made:
-        try:
-            response, first, chunks = await arun(lambda target: opening(target, made), made)
-        except DeadlinePassed as exc:  # final: no attempt fits after it
-            assert made.request is not None
-            raise exc.error(made.request.as_httpx(), made.retries + 1) from exc.__cause__
+        response, first, chunks = await arun(lambda target: opening(target, made), made)
         made.opened()
         if made.hooks:
             await made.asucceeded(None)
@@ -237,7 +238,7 @@ async def _streamed(
             async for chunk in chunks:
                 yield made.chunk(chunk)
         except DeadlinePassed as exc:
-            raise exc.error(response.request, made.retries + 1) from exc.__cause__
+            raise exc.error(response.request, made) from exc.__cause__
         except Exception as exc:
             raise stream_failed(response, exc, made) from exc
         finally:
