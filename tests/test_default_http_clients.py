@@ -151,7 +151,7 @@ async def test_other_httpx_options_apply_too(server: LocalServer, mode: str) -> 
     ("options", "message"),
     [
         ({"limts": httpx.Limits()}, "'limts' is not a keyword argument of httpx."),
-        ({"limits": 10}, "limits must be an httpx.Limits; got 10"),
+        ({"limits": 10}, "limits must be an httpx.Limits (or httpx2.Limits); got 10"),
         ({"verify": "/no/such/ca.pem"}, "verify: no CA bundle at '/no/such/ca.pem'"),
         ({"verify": 1}, "verify must be True, False, an ssl.SSLContext or the path of a CA bundle; got 1"),
         ({"verify": __file__}, "is not a PEM CA bundle"),

@@ -2,10 +2,10 @@
 
 The result classes, the request options, the hooks (``CallHooks``: what extras and your own code add
 to each call), the clients' base classes (``SyncClient``, ``AsyncClient``: to annotate code that takes
-either API's client) and the default HTTP clients (``DefaultHttpxClient``, ``DefaultAsyncHttpxClient``)
-are importable from here, and so are the router's ``Router``, ``AsyncRouter`` and ``Route``
-(``wrapper.router``); they load on first use, so that importing a client module stays as cheap as
-importing httpx.
+either API's client) and the default HTTP clients (``DefaultHttpxClient``, ``DefaultAsyncHttpxClient``;
+``DefaultHttpx2Client``, ``DefaultAsyncHttpx2Client`` on httpx2) are importable from here, and so are
+the router's ``Router``, ``AsyncRouter`` and ``Route`` (``wrapper.router``); they load on first use, so
+that importing a client module stays as cheap as importing httpx.
 """
 
 from __future__ import annotations
@@ -29,7 +29,12 @@ if TYPE_CHECKING:
     from wrapper._core.streams import AsyncCompletionStream, CompletionStream
     from wrapper._core.sync_client import SyncClient
     from wrapper._core.transports.base import ClientClosedError
-    from wrapper._core.transports.default_clients import DefaultAsyncHttpxClient, DefaultHttpxClient
+    from wrapper._core.transports.default_clients import (
+        DefaultAsyncHttpx2Client,
+        DefaultAsyncHttpxClient,
+        DefaultHttpx2Client,
+        DefaultHttpxClient,
+    )
     from wrapper.batch._run import AsyncBatchIterator, BatchIterator, BatchResult, BatchStats
     from wrapper.router._route import Route
     from wrapper.router._router import AsyncRouter, Router
@@ -50,7 +55,9 @@ __all__ = [
     "Completion",
     "CompletionChunk",
     "CompletionStream",
+    "DefaultAsyncHttpx2Client",
     "DefaultAsyncHttpxClient",
+    "DefaultHttpx2Client",
     "DefaultHttpxClient",
     "HookFactory",
     "RawResponse",
@@ -80,6 +87,8 @@ _LAZY = {
     "CompletionChunk": "wrapper._core.results",
     "DefaultAsyncHttpxClient": "wrapper._core.transports.default_clients",
     "DefaultHttpxClient": "wrapper._core.transports.default_clients",
+    "DefaultAsyncHttpx2Client": "wrapper._core.transports.default_clients",  # imports httpx2
+    "DefaultHttpx2Client": "wrapper._core.transports.default_clients",
     "TokenLogprob": "wrapper._core.results",
     "AsyncCompletionStream": "wrapper._core.streams",
     "ClientClosedError": "wrapper._core.transports.base",

@@ -1,5 +1,5 @@
-"""The async clients: requests through aiohttp or httpx (``transports.choice.AsyncTransports``), one
-attempt loop (``retries.arun``) for ``complete`` and for a stream's opening."""
+"""The async clients: requests through aiohttp or httpx (or httpx2: ``transports.choice.AsyncTransports``),
+one attempt loop (``retries.arun``) for ``complete`` and for a stream's opening."""
 
 from __future__ import annotations
 
@@ -23,9 +23,12 @@ from .settings import Settings, checked_http_client
 from .stream_body import DeadlinePassed, Received, in_time
 from .transports.base import Request
 from .transports.choice import AsyncTransports
+from .transports.library import classes
 from .transports.network import checked_limits, proxy_in_env, ssl_context
 
 if TYPE_CHECKING:
+    import httpx2
+
     from .results import Completion, CompletionChunk
     from .streams import AsyncCompletionStream
     from .wires import StreamingWire, Wire
@@ -43,15 +46,20 @@ class AsyncClient(ClientCore):
         self,
         wire: Wire,
         settings: Settings,
-        http_client: httpx.AsyncClient | None,
-        limits: httpx.Limits | None,
+        http_client: httpx.AsyncClient | httpx2.AsyncClient | None,
+        limits: httpx.Limits | httpx2.Limits | None,
         default_headers: Mapping[str, str] | None,
         options: Mapping[str, Any],
     ) -> None:
-        limits = checked_limits(limits, checked_http_client(http_client, httpx.AsyncClient))
-        super().__init__(wire, settings, default_headers, dict(options))
+        library = checked_http_client(http_client, asynchronous=True)
+        limits = checked_limits(limits, http_client)
+        super().__init__(wire, settings, library, default_headers, dict(options))
         self._transports = transports = AsyncTransports(
-            http_client, limits=limits, verify=ssl_context, proxy=proxy_in_env()
+            cast("httpx.AsyncClient | None", http_client),  # httpx2's has httpx's API
+            library=library,
+            limits=limits,
+            verify=functools.partial(ssl_context, library),
+            proxy=proxy_in_env(),
         )
         self._pool_closed = lambda: transports.closed
 
@@ -204,7 +212,7 @@ class AsyncClient(ClientCore):
                     if chunk is not None:
                         yield received.add(chunk)
             received.check_complete(response.request)
-        except httpx.TransportError as exc:
+        except classes("TransportError") as exc:
             if deadline is not None and loop.time() >= deadline:  # a read timed out at it
                 raise received.too_late(attempts.options.deadline) from exc
             raise

@@ -1,11 +1,13 @@
 """An async client's choice of transport, made in one place (``AsyncTransports.pick``) on every call:
 the user's ``http_client`` if given; else httpx when a proxy is configured or something watches httpx
 (a mock, a tracer: ``network.httpx_is_watched``); else aiohttp, which is several times faster under
-concurrency. The client's own pools are opened per event loop (``loop_pools``).
+concurrency. The client's own pools are opened per event loop (``loop_pools``). On httpx2 (the
+``library`` of the client's own pools), "httpx" reads httpx2 throughout.
 """
 
 from __future__ import annotations
 
+import importlib
 import ssl
 import threading
 from collections.abc import Callable
@@ -15,6 +17,7 @@ import httpx
 
 from .base import AsyncTransport, ClientClosedError
 from .httpx_transport import AsyncHttpxTransport
+from .library import Http, core_name
 from .loop_pools import PerLoop
 from .network import httpx_is_watched
 
@@ -24,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["AsyncTransports"]
 
 
-def _load_ahead(*, own: bool, httpx_async: bool) -> None:
+def _load_ahead(library: Http, *, own: bool, httpx_async: bool) -> None:
     """Import now, as an async client is built, what its first call would import inside the event loop.
 
     There, importing aiohttp (some 80 modules, for the client's own pools) blocked the loop for 0.2 to
@@ -35,40 +38,46 @@ def _load_ahead(*, own: bool, httpx_async: bool) -> None:
         import wrapper._core.transports.aiohttp_transport  # noqa: F401
     if httpx_async:
         import anyio._backends._asyncio  # noqa: F401  (what anyio.connect_tcp imports)
-        import httpcore._backends.anyio  # noqa: F401  (what httpcore's AutoBackend imports)
+
+        importlib.import_module(
+            f"{core_name(library)}._backends.anyio"
+        )  # what httpcore's AutoBackend imports
 
 
 class AsyncTransports:
     """An async client's transports, and the choice between them on each call (``pick``).
 
     With ``http_client`` given, always that client. Otherwise the client's own pools, one of each
-    kind per event loop, built with ``limits`` and ``verify``: httpx when ``proxy`` (configured in
-    the environment when the client was built) or while a mock or tracer watches httpx, else aiohttp.
+    kind per event loop, built with ``limits`` and ``verify`` on ``library``: httpx when ``proxy``
+    (configured in the environment when the client was built) or while a mock or tracer watches
+    ``library``, else aiohttp.
     """
 
     def __init__(
         self,
         http_client: httpx.AsyncClient | None,
         *,
+        library: Http,
         limits: httpx.Limits,
         verify: Callable[[], ssl.SSLContext],
         proxy: bool,
     ) -> None:
         self._user = None if http_client is None else AsyncHttpxTransport(http_client)
+        self._library = library
         self._proxy = proxy
         self._lock = threading.Lock()
         self._closed = False
-        _load_ahead(own=http_client is None, httpx_async=http_client is not None or proxy)
+        _load_ahead(library, own=http_client is None, httpx_async=http_client is not None or proxy)
         if http_client is None:
             verify()  # the pools' TLS context, loaded now (it is cached): a CA bundle takes tens of ms
 
         def own_httpx() -> AsyncHttpxTransport:
-            return AsyncHttpxTransport(httpx.AsyncClient(limits=limits, verify=verify(), trust_env=True))
+            return AsyncHttpxTransport(library.AsyncClient(limits=limits, verify=verify(), trust_env=True))
 
         def own_aiohttp() -> AiohttpTransport:
             from .aiohttp_transport import AiohttpTransport  # imported by _load_ahead already
 
-            return AiohttpTransport(verify(), limits)
+            return AiohttpTransport(verify(), limits, library)
 
         self._httpx: PerLoop[AsyncHttpxTransport] = PerLoop(own_httpx)
         self._aiohttp: PerLoop[AiohttpTransport] = PerLoop(own_aiohttp)
@@ -83,7 +92,7 @@ class AsyncTransports:
             raise ClientClosedError("the client is closed: build a new one to make more calls")
         if self._user is not None:
             return self._user
-        return self._httpx if self._proxy or httpx_is_watched() else self._aiohttp
+        return self._httpx if self._proxy or httpx_is_watched(self._library) else self._aiohttp
 
     def ready(self) -> AsyncTransport | None:
         """``pick()``'s transport when no waiting is needed (its pool is open in this loop), else None."""

@@ -1,6 +1,7 @@
 """Requests through httpx: ``HttpxTransport`` (the sync clients') and ``AsyncHttpxTransport`` (an async
 client's when it was given an ``http_client``, a proxy is configured, or a mock or tracer watches httpx).
-httpx's own transport, auth, event hooks and default headers apply.
+httpx's own transport, auth, event hooks and default headers apply. An httpx2 client is used alike:
+the same API, and the responses and errors it gives are its own.
 """
 
 from __future__ import annotations
@@ -17,9 +18,18 @@ __all__ = ["AsyncHttpxTransport", "HttpxTransport"]
 
 
 def _built(client: httpx.Client | httpx.AsyncClient, request: Request) -> httpx.Request:
-    """``request`` as ``client`` builds it: with its default headers, cookies and query parameters."""
+    """``request`` as ``client`` builds it: with its default headers, cookies and query parameters.
+
+    The timeouts go as a tuple, which httpx and httpx2 both take (an ``httpx.Timeout`` is not an
+    ``httpx2.Timeout``).
+    """
+    timeout = request.timeout
     return client.build_request(
-        request.method, request.url, content=request.content, headers=request.headers, timeout=request.timeout
+        request.method,
+        request.url,
+        content=request.content,
+        headers=request.headers,
+        timeout=(timeout.connect, timeout.read, timeout.write, timeout.pool),
     )
 
 
