@@ -9,6 +9,8 @@ import httpx
 import pytest
 from helpers import CLASSES, CREDENTIALS
 
+pytestmark = pytest.mark.usefixtures("library")  # every test on httpx and on httpx2
+
 BAD_BASE_URLS = ["127.0.0.1:3026", "localhost", "ftp://example.com", "http://", "https:///path"]
 BAD_TIMEOUTS: list[Any] = [
     0,

@@ -29,6 +29,8 @@ from wrapper._generated.scale.models import CompletionResponse
 from wrapper.gradient import AsyncGradient, Gradient
 from wrapper.scale import AsyncScale, Scale
 
+pytestmark = pytest.mark.usefixtures("library")  # every test on httpx and on httpx2
+
 SCALE_PARAMS: dict[str, Any] = {
     "max_tokens": 32,
     "temperature": 0.5,

@@ -20,7 +20,10 @@ from helpers import LocalServer, call, collect
 
 from wrapper.errors import APITimeoutError
 
-pytestmark = pytest.mark.serial  # bounds on wall-clock time
+pytestmark = [
+    pytest.mark.serial,
+    pytest.mark.usefixtures("library"),
+]  # bounds on wall-clock time; both libraries
 
 HOST = "slow-lookup.test"
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import ray
 import ray.data
-from helpers import arrivals, install_command, most_in_any_window
+from helpers import LocalServer, arrivals, install_command, most_in_any_window
 
 from wrapper.ray import OUTPUT_COLUMNS, complete_dataset
 from wrapper.sandbox import Sandbox
@@ -198,6 +198,19 @@ def test_bad_arguments_are_refused_before_anything_runs(
     call: dict[str, Any] = {"api": "scale", "client_options": {"api_key": "k"}, **arguments}
     with pytest.raises(ValueError, match=message):
         complete_dataset(_prompts(3), call.pop("api"), "m", **call)
+
+
+@pytest.mark.parametrize("library", ["httpx", "httpx2"])
+def test_the_workers_speak_the_drivers_http_library(
+    local_cluster: None, server: LocalServer, monkeypatch: pytest.MonkeyPatch, library: str
+) -> None:
+    """``COMPLETION_CLIENTS_HTTP`` set in the driver after the cluster started reaches the workers."""
+    monkeypatch.setenv("COMPLETION_CLIENTS_HTTP", library)
+    options = {"api_key": SECRET, "base_url": server.url, "timeout": 10}
+    rows = complete_dataset(_prompts(4), "scale", "m", workers=1, client_options=options).take_all()
+    assert [row["error"] for row in rows] == [None] * 4
+    agents = {headers["user-agent"].split()[-1].partition("/")[0] for _, _, headers, _ in server.requests}
+    assert agents == {library}
 
 
 def test_a_column_it_would_add_is_refused(local_cluster: None) -> None:

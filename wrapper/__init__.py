@@ -35,11 +35,13 @@ if TYPE_CHECKING:
         DefaultHttpx2Client,
         DefaultHttpxClient,
     )
+    from wrapper._core.transports.library import HTTP_LIBRARY_ENV
     from wrapper.batch._run import AsyncBatchIterator, BatchIterator, BatchResult, BatchStats
     from wrapper.router._route import Route
     from wrapper.router._router import AsyncRouter, Router
 
 __all__ = [
+    "HTTP_LIBRARY_ENV",
     "AsyncBatchIterator",
     "AsyncClient",
     "AsyncCompletionStream",
@@ -89,6 +91,7 @@ _LAZY = {
     "DefaultHttpxClient": "wrapper._core.transports.default_clients",
     "DefaultAsyncHttpx2Client": "wrapper._core.transports.default_clients",  # imports httpx2
     "DefaultHttpx2Client": "wrapper._core.transports.default_clients",
+    "HTTP_LIBRARY_ENV": "wrapper._core.transports.library",
     "TokenLogprob": "wrapper._core.results",
     "AsyncCompletionStream": "wrapper._core.streams",
     "ClientClosedError": "wrapper._core.transports.base",

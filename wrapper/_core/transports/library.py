@@ -22,8 +22,8 @@ from typing import Any, Protocol, cast
 import httpx
 
 __all__ = [
-    "ENV",
     "HTTPX",
+    "HTTP_LIBRARY_ENV",
     "Http",
     "chosen",
     "classes",
@@ -34,8 +34,8 @@ __all__ = [
     "loaded",
 ]
 
-ENV = "COMPLETION_CLIENTS_HTTP"
-"""The environment variable that names the library of the clients' own pools."""
+HTTP_LIBRARY_ENV = "COMPLETION_CLIENTS_HTTP"
+"""The environment variable that names the HTTP library of the clients' own pools: ``httpx`` or ``httpx2``."""
 _CORES = {"httpx": "httpcore", "httpx2": "httpcore2"}
 
 
@@ -76,13 +76,14 @@ def chosen() -> Http:
     ``ValueError`` for another name; ``ModuleNotFoundError`` saying which extra to install when httpx2
     is named but not installed.
     """
-    name = os.environ.get(ENV, "").strip() or "httpx"
+    name = os.environ.get(HTTP_LIBRARY_ENV, "").strip() or "httpx"
     if name == "httpx":
         return HTTPX
     if name == "httpx2":
         return httpx2()
     raise ValueError(
-        f"{ENV} must be 'httpx' or 'httpx2' (the HTTP library of the clients' own pools); got {name!r}"
+        f"{HTTP_LIBRARY_ENV} must be 'httpx' or 'httpx2' (the HTTP library of the clients' own pools); "
+        f"got {name!r}"
     )
 
 
