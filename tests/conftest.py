@@ -29,6 +29,10 @@ from helpers import (
     retry_waits,
 )
 
+collect_ignore = ["httpx2_mocks"]
+"""Tests of users' httpx2 mocks: each needs a plugin the suite's environment lacks (both install the module
+``pytest_httpx2``); ``nox -s httpx2_mocks`` runs them, one environment a plugin."""
+
 
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
