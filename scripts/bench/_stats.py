@@ -76,7 +76,7 @@ FULL = Sizes(
     router_prompts=1200,
     cold_requests=500,
     cold_delay=1.0,
-    cold_runs=5,
+    cold_runs=3,
     clients=50,
 )
 QUICK = Sizes(

@@ -47,6 +47,7 @@ class Http(Protocol):
     Client: type[httpx.Client]
     AsyncClient: type[httpx.AsyncClient]
     HTTPTransport: type[httpx.HTTPTransport]
+    URL: type[httpx.URL]
     Request: type[httpx.Request]
     Response: type[httpx.Response]
     SyncByteStream: type[httpx.SyncByteStream]
