@@ -241,11 +241,18 @@ def _sync(url: str, context: ssl.SSLContext, sizes: Sizes) -> list[Row]:
         figures = interleaved(
             sizes.runs, {name: _cpu_per_request(sizes.requests, call) for name, call in calls.items()}
         )
-    name, unit = f"TLS sync Scale.complete x{sizes.requests}", "µs CPU/request"
+    name, unit = f"Scale.complete x{sizes.requests}", "µs CPU/request"
     return [
-        Row(name, unit, figures["wrapper"], "httpx.Client", figures["httpx"], target=1.0),
         Row(
-            f"{name}, on httpx2",
+            f"TLS sync on httpx: {name}",
+            unit,
+            figures["wrapper"],
+            "httpx.Client",
+            figures["httpx"],
+            target=1.0,
+        ),
+        Row(
+            f"TLS sync on httpx2: {name}",
             unit,
             figures["wrapper on httpx2"],
             "httpx2.Client",
@@ -303,7 +310,7 @@ def _construction(sizes: Sizes) -> list[Row]:
         note = (
             f"{library}.Client() and AsyncClient(), built and closed: {raw_ms:.1f} ms each (a CA load each)"
         )
-        name = f"TLS build and close {count} Scale and {count} AsyncScale, {library}"
+        name = f"TLS build and close on {library}: {count} Scale and {count} AsyncScale"
         rows.append(Row(name, "ms a client", figures[library], "target", target, target=1.0, note=note))
     return rows
 
