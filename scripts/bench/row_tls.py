@@ -12,7 +12,7 @@ but the construction row counts loading a CA.
 - sync CPU per request: sequential ``Scale.complete`` against ``httpx.Client.post(...).json()``;
 - construction: building and closing ``clients`` clients, against a 2 ms target (an httpx client loads a
   CA bundle into a context of its own; the package's clients share one cached context);
-- streams: ``streams`` Scale streams from ``stream_concurrency`` tasks, as ``row_streams`` over TLS;
+- streams: ``row_streams``'s row over TLS;
 - 500 at once over HTTP/2 (one connection) against HTTP/1.1 (a connection each), for information.
 """
 
@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import ssl
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,9 @@ import httpx
 import httpx2
 import trustme
 from _apis import ACCOUNT, KEY, MAX_TOKENS, MODEL, PROMPT, SCALE_HEADERS, SCALE_PATH, scale_body
+from _runs import cpu_per_request, wall_ms
 from _stats import Figure, Row, Sizes, interleaved
+from row_streams import stream_load_rows
 from server import serve, serve_h2
 
 import wrapper
@@ -80,18 +81,6 @@ def _on(library: str) -> Iterator[None]:
             del os.environ[HTTP_ENV]
         else:
             os.environ[HTTP_ENV] = before
-
-
-async def _wall_ms(requests: int, concurrency: int, call: Callable[[], Awaitable[Any]]) -> float:
-    remaining: Iterator[int] = iter(range(requests))
-
-    async def worker() -> None:
-        for _ in remaining:
-            await call()
-
-    start = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return (time.perf_counter() - start) * 1e3
 
 
 def _keep_alive(url: str, context: ssl.SSLContext, sizes: Sizes) -> list[Row]:
@@ -142,11 +131,11 @@ def _keep_alive(url: str, context: ssl.SSLContext, sizes: Sizes) -> list[Row]:
 
     def per_request(name: str) -> Callable[[], float]:
         call, count = calls[name], counts[name]
-        return lambda: loop.run_until_complete(_wall_ms(count, limit, call)) * 1e3 / count
+        return lambda: loop.run_until_complete(wall_ms(count, limit, call)) * 1e3 / count
 
     try:
         for call in calls.values():  # open the connections, fill caches
-            loop.run_until_complete(_wall_ms(limit * 4, limit, call))
+            loop.run_until_complete(wall_ms(limit * 4, limit, call))
         figures = interleaved(sizes.runs, {name: per_request(name) for name in calls})
     finally:
         loop.run_until_complete(scale.close())
@@ -210,16 +199,6 @@ def _cold(url: str, context: ssl.SSLContext, sizes: Sizes) -> list[Row]:
     ]
 
 
-def _cpu_per_request(requests: int, call: Callable[[], Any]) -> Callable[[], float]:
-    def run() -> float:
-        start = time.process_time()
-        for _ in range(requests):
-            call()
-        return (time.process_time() - start) / requests * 1e6
-
-    return run
-
-
 def _sync(url: str, context: ssl.SSLContext, sizes: Sizes) -> list[Row]:
     body = scale_body()
     with _on("httpx2"):
@@ -237,9 +216,9 @@ def _sync(url: str, context: ssl.SSLContext, sizes: Sizes) -> list[Row]:
             "httpx2": lambda: plain2.post(SCALE_PATH, json=body).json(),
         }
         for call in calls.values():  # connect, fill caches
-            _cpu_per_request(max(sizes.requests // 10, 1), call)()
+            cpu_per_request(max(sizes.requests // 10, 1), call)()
         figures = interleaved(
-            sizes.runs, {name: _cpu_per_request(sizes.requests, call) for name, call in calls.items()}
+            sizes.runs, {name: cpu_per_request(sizes.requests, call) for name, call in calls.items()}
         )
     name, unit = f"Scale.complete x{sizes.requests}", "µs CPU/request"
     return [
@@ -315,61 +294,6 @@ def _construction(sizes: Sizes) -> list[Row]:
     return rows
 
 
-def _streams(url: str, context: ssl.SSLContext, sizes: Sizes) -> list[Row]:
-    """As ``row_streams``, over TLS."""
-    body = json.dumps(scale_body(stream=True, max_tokens=sizes.stream_chunks)).encode()
-    headers = {**SCALE_HEADERS, "content-type": "application/json", "accept": "text/event-stream"}
-    loop = asyncio.new_event_loop()
-
-    async def clients() -> tuple[AsyncScale, aiohttp.ClientSession]:
-        connector = aiohttp.TCPConnector(limit=0, ssl=context)
-        return AsyncScale(api_key=KEY, account_id=ACCOUNT, base_url=url), aiohttp.ClientSession(
-            connector=connector
-        )
-
-    scale, session = loop.run_until_complete(clients())
-
-    async def plain() -> AsyncIterator[Any]:
-        async with session.post(url + SCALE_PATH, data=body, headers=headers) as response:
-            async for line in response.content:
-                if line.startswith(b"data: "):
-                    yield json.loads(line[6:])
-
-    def wrapped() -> AsyncIterator[Any]:
-        return scale.stream(MODEL, PROMPT, max_tokens=sizes.stream_chunks)
-
-    async def run(read: Callable[[], AsyncIterator[Any]]) -> float:
-        remaining: Iterator[int] = iter(range(sizes.streams))
-
-        async def worker() -> None:
-            for _ in remaining:
-                received = sum([1 async for _ in read()])
-                if received != sizes.stream_chunks:
-                    raise RuntimeError(f"expected {sizes.stream_chunks} chunks, got {received}")
-
-        start = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(sizes.stream_concurrency)))
-        return (time.perf_counter() - start) * 1e3
-
-    try:
-        variants = {
-            "wrapper": lambda: loop.run_until_complete(run(wrapped)),
-            "aiohttp": lambda: loop.run_until_complete(run(plain)),
-        }
-        for variant in variants.values():  # open the connections, fill caches
-            variant()
-        figures = interleaved(sizes.runs, variants)
-    finally:
-        loop.run_until_complete(scale.close())
-        loop.run_until_complete(session.close())
-        loop.close()
-    name = (
-        f"TLS async AsyncScale.stream {sizes.streams} x {sizes.stream_chunks} chunks "
-        f"@{sizes.stream_concurrency}, answers held {sizes.stream_delay:g} s"
-    )
-    return [Row(name, "ms wall", figures["wrapper"], "aiohttp", figures["aiohttp"], target=1.2)]
-
-
 def _h2(url: str, sizes: Sizes) -> list[Row]:
     """``cold_requests`` at once from a new client: HTTP/2 (``DefaultAsyncHttpxClient(http2=True)``, one
     connection, the server's 100 streams at a time) against HTTP/1.1 (the default aiohttp lane)."""
@@ -402,7 +326,7 @@ def tls_rows(sizes: Sizes, cpus: set[int] | None) -> list[Row]:
         with serve(2, cpus, delay=sizes.cold_delay, tls=folder) as slow:
             rows += _cold(slow.url, context, sizes)
         with serve(sizes.stream_chunks, cpus, delay=sizes.stream_delay, tls=folder) as streaming:
-            rows += _streams(streaming.url, context, sizes)
+            rows += stream_load_rows(streaming.url, sizes, context)
         with serve_h2(folder, cpus, delay=sizes.cold_delay) as h2:
             rows += _h2(h2.url, sizes)
     return rows

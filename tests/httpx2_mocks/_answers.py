@@ -1,8 +1,9 @@
-"""What both httpx2 mock plugins' tests share: the mocked API's answers, and the calls they check.
+"""What the tests of users' mocks share: the mocked API's answers, and the calls they check
+(``tests/test_mocking.py`` for httpx's mocks, the files here for httpx2's).
 
-Run by ``nox -s httpx2_mocks`` (one session a plugin: pytest-httpx2 and httpx2-pytest both install the
-module ``pytest_httpx2`` and its fixture ``httpx2_mock``, so they cannot share an environment); the
-suite's own run leaves this folder out (``collect_ignore`` in ``tests/conftest.py``).
+The files here run by ``nox -s httpx2_mocks`` (one session a plugin: pytest-httpx2 and httpx2-pytest
+both install the module ``pytest_httpx2`` and its fixture ``httpx2_mock``, so they cannot share an
+environment); the suite's own run leaves them out (``collect_ignore`` in ``tests/conftest.py``).
 """
 
 from __future__ import annotations
