@@ -31,7 +31,7 @@ import aiohttp.http_exceptions
 import httpx
 
 from .base import Reply, Request
-from .library import Http
+from .library import Http, also
 
 __all__ = ["AiohttpTransport"]
 
@@ -133,14 +133,6 @@ class _Body(httpx.AsyncByteStream):
 
 
 @functools.cache
-def _body_class(library: Http) -> type[_Body]:
-    """``_Body`` as a ``library.AsyncByteStream`` too: httpx2's ``Response`` reads no other kind of stream."""
-    if issubclass(_Body, library.AsyncByteStream):
-        return _Body
-    return type("_Body", (_Body, library.AsyncByteStream), {})
-
-
-@functools.cache
 def _accept_encoding(library: Http) -> str:
     """The encodings ``library``'s decoders read (httpx2 reads zstd too), as its clients ask for them."""
     encodings: str = importlib.import_module(f"{library.__name__}._client").ACCEPT_ENCODING
@@ -236,7 +228,7 @@ class AiohttpTransport:
         return library.Response(
             response.status,
             headers=response.raw_headers,
-            stream=_body_class(library)(library, response, idle, release),
+            stream=also(_Body, library.AsyncByteStream)(library, response, idle, release),
             request=request.as_httpx(),
         )
 

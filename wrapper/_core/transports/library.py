@@ -17,7 +17,7 @@ import os
 import ssl
 import sys
 from types import ModuleType
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import httpx
 
@@ -25,6 +25,7 @@ __all__ = [
     "HTTPX",
     "HTTP_LIBRARY_ENV",
     "Http",
+    "also",
     "chosen",
     "classes",
     "core",
@@ -116,6 +117,23 @@ def library_of(client: object, *, asynchronous: bool) -> Http | None:
 def classes(name: str) -> tuple[type[Any], ...]:
     """The class ``name`` (``"ReadTimeout"``, ``"Timeout"``, ...) of every library loaded (``isinstance``)."""
     return tuple(getattr(library, name) for library in loaded())
+
+
+T = TypeVar("T")
+
+
+_SUBCLASSES: dict[tuple[type[Any], type[Any]], type[Any]] = {}
+
+
+def also(cls: type[T], base: type[Any]) -> type[T]:
+    """``cls``, or (made once per pair) a subclass of it that is a ``base`` too: httpx2's responses read
+    only httpx2's stream classes (``also(_Body, library.AsyncByteStream)``)."""
+    if issubclass(cls, base):
+        return cls
+    made = _SUBCLASSES.get((cls, base))
+    if made is None:
+        made = _SUBCLASSES.setdefault((cls, base), type(cls.__name__, (cls, base), {}))
+    return made
 
 
 def core_name(library: Http) -> str:

@@ -28,7 +28,7 @@ import httpcore
 import httpx
 
 from . import fork
-from .library import HTTPX, Http, core
+from .library import HTTPX, Http, also, core
 
 if TYPE_CHECKING:
     import ssl
@@ -49,7 +49,7 @@ class CheckoutTransport(httpx.BaseTransport):
         )
         self._verify = verify
         self._library = library
-        self._give_back_class = _give_back_class(library)
+        self._give_back_class = also(_GiveBackOnClose, library.SyncByteStream)
         self._lookups = _lookups(library)
         self._max_busy = limits.max_connections
         self._max_idle = limits.max_keepalive_connections
@@ -191,14 +191,6 @@ class _Lookups(httpcore.NetworkBackend):
 
     def sleep(self, seconds: float) -> None:
         self._sockets.sleep(seconds)
-
-
-@functools.cache
-def _give_back_class(library: Http) -> type[_GiveBackOnClose]:
-    """``_GiveBackOnClose`` as a ``library.SyncByteStream`` too: httpx2's ``Response`` reads no other kind."""
-    if issubclass(_GiveBackOnClose, library.SyncByteStream):
-        return _GiveBackOnClose
-    return type("_GiveBackOnClose", (_GiveBackOnClose, library.SyncByteStream), {})
 
 
 @functools.cache
