@@ -48,11 +48,12 @@ regen: install  ## regenerate generated/ from specs/ and print what changed in t
 check-regen: install  ## fail if generated/ differs from what specs/ produce
 	$(BIN)/python scripts/regen.py --check
 
-lint: install  ## ruff (lint and format) and mypy --strict on the hand-written code (wrapper/, scripts/templates/)
+lint: install  ## ruff (lint and format) and mypy --strict on the hand-written code (wrapper/, scripts/templates/, examples/service/)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy --strict wrapper
 	$(BIN)/mypy --strict scripts/templates
+	$(BIN)/mypy --strict examples/service
 
 # The suite in two parts (CONTRIBUTING.md, "The test suite"). The tests marked `serial` measure rates,
 # in-flight peaks or wall-clock time: they run first, among themselves only, on SERIAL_WORKERS

@@ -1,5 +1,5 @@
 # Copied from scripts/templates/exceptions.py by `make regen`: edit the template, not this copy.
-"""The exception tree every client raises, and the two helpers its messages and retries need.
+"""The exception tree every client raises, and the helpers its messages and retries need.
 
 Hand-written: ``make regen`` copies this template from ``scripts/templates/exceptions.py`` to
 ``generated/exceptions.py``, where the per-``type`` ``GradientError`` subclasses generated from
@@ -8,18 +8,23 @@ public namespace for both. ``APIError`` is the root. A request that never got a 
 raises ``APIConnectionError`` (``APITimeoutError`` when it ran out of time, ``IncompleteStreamError``
 when a stream's body ended before its final chunk); an answer with an error status raises the
 ``APIStatusError`` subclass for its status, or for Gradient's typed 4XX bodies the
-``GradientError`` subclass named after the body's ``type``; a success whose body is not what the
-spec promises raises ``APIResponseValidationError``. Messages never contain the
-credentials the request carried (``scrub``).
+``GradientError`` subclass named after the body's ``type``, which is also the status class of the
+status it came with (``with_status_class``); a success whose body is not what the spec promises
+raises ``APIResponseValidationError``. Messages never contain the credentials the request carried,
+as sent or escaped (``scrub``, ``excerpt``). ``InsecureConnectionWarning`` is the one warning.
 """
 
 from __future__ import annotations
 
+import functools
+import json
+import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import quote, quote_plus
 
 import httpx
 
@@ -38,6 +43,7 @@ __all__ = [
     "ContentFlaggedError",
     "GradientError",
     "IncompleteStreamError",
+    "InsecureConnectionWarning",
     "InternalServerError",
     "NotFoundError",
     "PayloadValidationError",
@@ -57,18 +63,51 @@ ValidationErrorItem = tuple[tuple[int | str, ...], str, str]
 
 
 def scrub(text: str, headers: Mapping[str, str]) -> str:
-    """``text`` with every credential sent in ``headers`` (a bearer token on its own, too) replaced.
+    """``text`` with every credential sent in ``headers`` (a bearer token on its own, too) replaced,
+    as sent and in the forms a message may quote it: JSON- or repr-escaped (once or twice over) and
+    URL-encoded.
 
     Values shorter than ``MIN_SECRET`` are left alone: no real credential is that short, and
     replacing every "t" of a message because a test passed ``access_token="t"`` would garble it.
     """
-    for name in SENSITIVE_HEADERS:
-        value = headers.get(name)
-        if value:
-            for secret in {value, value.rpartition(" ")[2]}:
-                if len(secret) >= MIN_SECRET:
-                    text = text.replace(secret, REDACTED)
-    return text
+    secrets = frozenset(
+        secret
+        for name in SENSITIVE_HEADERS
+        if (value := headers.get(name))
+        for secret in (value, value.rpartition(" ")[2])
+        if len(secret) >= MIN_SECRET
+    )
+    return _pattern(secrets).sub(REDACTED, text) if secrets else text
+
+
+def excerpt(text: str, headers: Mapping[str, str], limit: int) -> str:
+    """``text`` scrubbed, then cut to ``limit`` characters (``...`` marking a cut): scrubbing first, so
+    that no part of a credential the cut would split survives."""
+    text = scrub(text, headers)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+_ESCAPES: tuple[Callable[[str], str], ...] = (
+    lambda s: json.dumps(s)[1:-1],
+    lambda s: s.replace("/", "\\/"),  # JSON may escape a slash
+    lambda s: repr(s)[1:-1],
+    lambda s: s.replace("\\", "\\\\").replace("'", "\\'"),  # repr of a text with both quotes
+    lambda s: s.replace("\\", "\\\\").replace('"', '\\"'),
+    lambda s: quote(s, safe=""),
+    lambda s: quote(s),  # a path keeps its slashes
+    lambda s: quote_plus(s, safe=""),
+    lambda s: re.sub("%[0-9A-F]{2}", lambda m: m[0].lower(), quote(s, safe="")),
+)
+"""The ways a message may quote a text: JSON, ``repr`` and percent-encoding (either case of hex)."""
+
+
+@functools.lru_cache(maxsize=64)
+def _pattern(secrets: frozenset[str]) -> re.Pattern[str]:
+    """A pattern matching each of ``secrets`` in every form ``_ESCAPES`` gives, twice over, longest first."""
+    forms = set(secrets)
+    for _ in range(2):
+        forms |= {escape(form) for form in forms for escape in _ESCAPES}
+    return re.compile("|".join(map(re.escape, sorted(forms, key=len, reverse=True))))
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
@@ -118,12 +157,19 @@ class APIError(Exception):
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt from its attributes, not through __init__ (whose keyword arguments are not in
-        # ``args``), so that an error pickles: Ray sends them between processes.
-        return _unpickle, (type(self), self.args, self.__dict__)
+        # ``args``), so that an error pickles: Ray sends them between processes. A class made by
+        # ``with_status_class`` is pickled as the two classes it joins.
+        cls = type(self)
+        return _unpickle, (cls.__dict__.get("_joins", cls), self.args, self.__dict__)
 
 
-def _unpickle(cls: type[APIError], args: tuple[Any, ...], state: dict[str, Any]) -> APIError:
-    error = cls.__new__(cls, *args)
+def _unpickle(
+    cls: type[APIError] | tuple[type[GradientError], type[APIStatusError]],
+    args: tuple[Any, ...],
+    state: dict[str, Any],
+) -> APIError:
+    made = with_status_class(*cls) if isinstance(cls, tuple) else cls
+    error = made.__new__(made, *args)
     error.__dict__.update(state)
     return error
 
@@ -231,7 +277,7 @@ class ContentFlaggedError(GradientError):
         self, message: str, *, response: httpx.Response, body: Any, type: str, raw: Any = None
     ) -> None:
         if raw is not None:
-            message = f"{message} (flagged: {self._shown(_samples(raw))})"
+            message = f"{message} (flagged: {self._shown(_samples(raw), response.request.headers)})"
         super().__init__(message, response=response, body=body, type=type, raw=raw)
 
     @property
@@ -240,11 +286,8 @@ class ContentFlaggedError(GradientError):
         return _samples(self.raw)
 
     @classmethod
-    def _shown(cls, samples: list[str]) -> str:
-        shown = [
-            repr(sample if len(sample) <= cls.SHOWN_SAMPLE else sample[: cls.SHOWN_SAMPLE] + "...")
-            for sample in samples[: cls.SHOWN_SAMPLES]
-        ]
+    def _shown(cls, samples: list[str], headers: Mapping[str, str]) -> str:
+        shown = [repr(excerpt(sample, headers, cls.SHOWN_SAMPLE)) for sample in samples[: cls.SHOWN_SAMPLES]]
         more = len(samples) - len(shown)
         return ", ".join(shown) + (f" and {more} more" if more else "")
 
@@ -273,3 +316,31 @@ class RagError(GradientError):
 
 class UnknownModelError(GradientError):
     """Base class of the errors about an unknown model id."""
+
+
+G = TypeVar("G", bound=GradientError)
+_JOINED: dict[tuple[type[GradientError], type[APIStatusError]], type[GradientError]] = {}
+
+
+def with_status_class(cls: type[G], status_class: type[APIStatusError]) -> type[G]:
+    """``cls``, a typed Gradient error, that is also ``status_class``: the class to raise for a body of
+    its ``type`` that came with a status of that class.
+
+    Gradient's spec lets every typed body come with any 4XX status, so which status class a typed
+    error belongs to is known only from its response: ``ContentFlaggedError`` answered with 400 is
+    also a ``BadRequestError``, ``UnknownBaseModelError`` with 404 a ``NotFoundError``, and
+    ``except`` by either catches it. The class made for each pair (once) has ``cls``'s name,
+    docstring and module, so tracebacks, ``repr`` and pickles read as ``cls``.
+    """
+    if issubclass(cls, status_class):
+        return cls
+    key = (cls, status_class)
+    joined = _JOINED.get(key)
+    if joined is None:
+        namespace = {"__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__}
+        joined = _JOINED.setdefault(key, type(cls.__name__, key, {**namespace, "_joins": key}))
+    return joined  # type: ignore[return-value]
+
+
+class InsecureConnectionWarning(UserWarning):
+    """A client's credentials would cross the network unprotected (plain ``http://``, unverified TLS)."""

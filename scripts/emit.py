@@ -348,10 +348,12 @@ def params_module(api_name: str, spec_file: str, spec: dict[str, Any], api: Api)
 # --- exceptions.py ---------------------------------------------------------------------------------
 
 
-def error_variants(spec: dict[str, Any], api: Api) -> list[tuple[str, str, str, str]]:
-    """``(tag, model, class, parent)`` for each tagged variant of the operation's error union."""
+def error_variants(spec: dict[str, Any], api: Api) -> list[tuple[str, str, str, str, tuple[str, ...]]]:
+    """``(tag, model, class, parent, statuses)`` for each tagged variant of the operation's error union;
+    ``statuses`` are the keys of the responses whose body it may be (``"4XX"``, ``"404"``, ``"default"``)."""
     op = operation(spec, api.operation)
-    variants: list[tuple[str, str, str, str]] = []
+    variants: dict[str, tuple[str, str, str, str]] = {}
+    statuses: dict[str, list[str]] = {}
     for status, response in sorted(op.get("responses", {}).items()):
         if str(status).startswith("2"):
             continue
@@ -360,15 +362,19 @@ def error_variants(spec: dict[str, Any], api: Api) -> list[tuple[str, str, str, 
             members = (union.get("oneOf") or union.get("anyOf") or []) if isinstance(union, dict) else []
             for member in members:
                 tag = variant_tag(resolve(spec, member))
-                if tag is None or tag[1] in {v[0] for v in variants} or "$ref" not in member:
-                    continue  # untagged (no class: its body raises the status class), or seen
+                if tag is None or "$ref" not in member:
+                    continue  # untagged: no class, its body raises the status class
+                if str(status) not in statuses.setdefault(tag[1], []):
+                    statuses[tag[1]].append(str(status))
+                if tag[1] in variants:
+                    continue
                 name = api.error_names.get(tag[1]) or re.sub(r"(?<!Error)$", "Error", pascal_case(tag[1]))
                 parent = api.error_parents.get(tag[1]) or next(
                     (p for pattern, p in api.error_parent_patterns if re.search(pattern, tag[1])), None
                 )
                 model = member["$ref"].removeprefix(REF_PREFIX)
-                variants.append((tag[1], model, name, parent or str(api.error_base)))
-    return variants
+                variants[tag[1]] = (tag[1], model, name, parent or str(api.error_base))
+    return [(*variant, tuple(statuses[tag])) for tag, variant in variants.items()]
 
 
 def exceptions_module(spec_file: str, spec: dict[str, Any], api: Api, hand_written: set[str]) -> str:
@@ -396,7 +402,7 @@ def exceptions_module(spec_file: str, spec: dict[str, Any], api: Api, hand_writt
         f"__all__ = [{', '.join(repr(v[2]) for v in sorted(generated, key=lambda v: v[2]))}]",
         "",
     ]
-    for tag, model, name, parent in generated:
+    for tag, model, name, parent, _ in generated:
         lines += [
             "",
             f"class {name}({parent}):",
@@ -405,11 +411,16 @@ def exceptions_module(spec_file: str, spec: dict[str, Any], api: Api, hand_writt
             f"    raw: models.{model}",
             "",
         ]
-    table = ", ".join(f"{tag!r}: (models.{model}.from_dict, {name})" for tag, model, name, _ in variants)
+    table = ", ".join(
+        f"{tag!r}: (models.{model}.from_dict, {name}, {statuses!r})"
+        for tag, model, name, _, statuses in variants
+    )
     lines += [
         "",
-        "# Each typed error body by its ``type``: the generated model that parses it, the error it raises.",
-        f"ERRORS: dict[str, tuple[Callable[[Mapping[str, Any]], Any], type[{api.error_base}]]] = {{{table}}}",
+        "# Each typed error body by its ``type``: the generated model that parses it, the error it raises,",
+        "# and the responses of the spec (their status keys: 4XX, 404, default) whose body it may be.",
+        f"ERRORS: dict[str, tuple[Callable[[Mapping[str, Any]], Any], type[{api.error_base}], "
+        f"tuple[str, ...]]] = {{{table}}}",
         "",
     ]
     return "\n".join(lines)

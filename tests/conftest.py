@@ -28,6 +28,7 @@ from helpers import (
     mock_transport,
     retry_waits,
 )
+from redis_server import redis_server, redis_url  # noqa: F401  (fixtures: a real redis-server)
 
 collect_ignore = ["httpx2_mocks"]
 """Tests of users' httpx2 mocks: each needs a plugin the suite's environment lacks (both install the module

@@ -26,6 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 import httpx
 import yaml
@@ -33,6 +34,7 @@ from normalize import HTTP_METHODS, normalize, pascal_case, snake_case, variant_
 from overrides import APIS
 
 from wrapper import testing
+from wrapper.errors import ContentFlaggedError
 from wrapper.gradient import AsyncGradient, Gradient
 from wrapper.sandbox import Sandbox
 from wrapper.scale import AsyncScale, Scale
@@ -641,5 +643,62 @@ def sse_reply(events: list[str | bytes | float], then: str = "end") -> Reply:
             except OSError:
                 handler.server.owner.disconnected.set()  # type: ignore[attr-defined]
             handler.close_connection = True
+
+    return reply
+
+
+# --- a server that echoes the credential it was sent back: escaped, encoded, across every cut ------------
+
+ESCAPED_CREDENTIALS = {
+    "scale": {"api_key": "sk-\"Esc'aped\\Key/+=%&-SECRET-0123", "account_id": "acct-1"},
+    "gradient": {"access_token": "gr-\"Esc'aped\\Tok/+=%&-SECRET-9876", "workspace_id": "ws-1"},
+}
+"""Credentials with every character a message escapes: quotes and a backslash (JSON, ``repr``), and
+``/``, ``+``, ``=``, ``%``, ``&`` (URL encoding)."""
+EXCERPT = 500
+"""Where an error's message cuts what the server sent."""
+ECHOES = ("json", "repr", "url", "sample", "status_line")
+
+
+def fragments(secret: str) -> set[str]:
+    """Every 8 characters of ``secret`` in each form a message could show it: as it is, JSON- and
+    repr-escaped, URL-encoded. A message holding none of them holds no part of the secret."""
+    forms = {secret, json.dumps(secret)[1:-1], repr(secret)[1:-1], quote(secret, safe=""), quote_plus(secret)}
+    return {form[i : i + 8] for form in forms for i in range(len(form) - 7)}
+
+
+def echo_secret_reply(kind: str) -> Reply:
+    """Answer with the credential the request carried (``x-api-key``, or the bearer token) in the server's
+    answer, placed where a message cuts it: ``json``, a 400 whose JSON body's text holds it across the
+    message's cut of the body; ``repr``, a 200 whose text is not JSON, across that cut; ``url``, a 307 to
+    a URL holding it URL-encoded, across the cut; ``sample``, flagged content (Gradient; a 422 on Scale)
+    across the sample's cut; ``status_line``, a garbled status line holding it."""
+
+    def reply(handler: _Handler) -> None:
+        sent = (handler.headers.get("x-api-key") or handler.headers["authorization"]).rpartition(" ")[2]
+        gradient = "authorization" in handler.headers
+        headers: dict[str, str] = {}
+        if kind == "json":
+            pad = EXCERPT - len('{"detail": "') - len(json.dumps(sent)) // 2
+            status, body = 400, {"detail": "x" * pad + sent + " was refused"}
+        elif kind == "repr":
+            status, body = 200, ("x" * (EXCERPT - len(sent) // 2) + sent + " is not JSON").encode()
+        elif kind == "url":
+            encoded = quote(sent, safe="")
+            pad = EXCERPT - len("redirect to https://login.example/?next=") - len(encoded) // 2
+            status, body = 307, b""
+            headers["location"] = f"https://login.example/{'p' * pad}?next={encoded}"
+        elif kind == "sample" and gradient:
+            sample = "x" * (ContentFlaggedError.SHOWN_SAMPLE - len(sent) // 2) + sent
+            payload = {"flaggedContent": [{"sample": sample}]}
+            status, body = 400, {"type": "flaggedContent", "message": "flagged", "payload": payload}
+        elif kind == "sample":
+            msg = "x" * (EXCERPT - len("body.prompt: ") - len(sent) // 2) + sent
+            status, body = 422, {"detail": [{"loc": ["body", "prompt"], "msg": msg, "type": "value_error"}]}
+        else:
+            handler.wfile.write(b"HTTP/1.1 2x0 " + sent.encode() + b"\r\ncontent-length: 0\r\n\r\n")
+            handler.close_connection = True
+            return
+        json_reply(status, body, headers)(handler)
 
     return reply

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import request_id_proxy
+from helpers import ECHOES, ESCAPED_CREDENTIALS, LocalServer, echo_secret_reply, fragments, request_id_proxy
 from sandbox_fixtures import _no_faults_left, counted_sandbox, recording_sandbox  # noqa: F401
 
 from wrapper._cli import _batch_command, main
@@ -507,6 +507,25 @@ def test_an_api_error_exits_1_and_never_shows_the_secret(counted_sandbox: Sandbo
     assert run.returncode == 1
     assert "BadRequestError (400)" in run.stderr
     assert "sekrit" not in run.stderr + run.stdout
+
+
+def test_a_credential_the_server_echoes_is_in_no_result_line_nor_message(
+    server: LocalServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every way the server quotes the key (escaped, encoded, across a cut, in a garbled status line) is
+    scrubbed from the error lines of the results file and from what the command prints."""
+    key = ESCAPED_CREDENTIALS["scale"]["api_key"]
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_inputs(inputs, len(ECHOES))
+    server.script(*map(echo_secret_reply, ECHOES))
+    flags = ["--base-url", server.url, "--api-key", key, "--account-id", "acct", "--max-retries", "0"]
+    assert main(["batch", "scale", MODEL, str(inputs), "-o", str(output), "--concurrency", "1", *flags]) == 1
+    assert main(["complete", "scale", MODEL, "hi", *flags]) == 1  # the last answer again: a status line
+    errors = [line["error"]["message"] for line in _results(output)]  # type: ignore[index]
+    assert len(errors) == len(ECHOES)
+    assert all("<redacted>" in message for message in errors)
+    texts = [output.read_text(), *capsys.readouterr()]
+    assert [part for part in fragments(key) if any(part in text for text in texts)] == []
 
 
 def test_sandbox_hands_every_argument_to_the_sandbox(capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import pickle
 import re
 from types import ModuleType
 from typing import Any
@@ -82,7 +83,7 @@ def test_every_class_has_a_one_line_docstring() -> None:
     for name in errors.__all__:
         cls = getattr(errors, name)
         assert inspect.isclass(cls), name
-        assert issubclass(cls, APIError), name
+        assert issubclass(cls, APIError | errors.InsecureConnectionWarning), name
         assert cls.__doc__, name
         assert "\n" not in cls.__doc__.strip(), name
 
@@ -107,11 +108,35 @@ async def test_gradient_typed_bodies(
         "gradient", mode, answer(400, body, headers={"x-request-id": "req-7"}), max_retries=0
     )
     error = await failure(client)
-    assert type(error) is cls
-    assert isinstance(error, GradientError)
+    assert isinstance(error, cls)
+    assert isinstance(error, errors.BadRequestError)
+    assert type(error).__name__ == cls.__name__
     assert (error.type, error.status_code, error.body, error.request_id) == (type_, 400, body, "req-7")
     assert f"it went wrong: {type_}" in str(error)
     assert error.raw.to_dict() == body
+
+
+TYPED_STATUSES = [(400, errors.BadRequestError), (404, errors.NotFoundError),
+                  (418, APIStatusError), (422, errors.UnprocessableEntityError)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("status", "status_class"), TYPED_STATUSES, ids=[str(s) for s, _ in TYPED_STATUSES])
+async def test_a_typed_error_is_also_the_status_class_of_its_status(
+    make_client: Any, server: LocalServer, lane: str, status: int, status_class: type[APIStatusError]
+) -> None:
+    """The spec gives every typed body any 4XX status: whichever comes, ``except`` by the status class
+    catches the typed error, and so does ``except`` by its own class."""
+    client = make_client("gradient", lane, base_url=server.url + "/api", max_retries=0)
+    for type_, extra, cls in GRADIENT_ERRORS:
+        server.script(json_reply(status, {**extra, "message": "no"}))
+        with pytest.raises(status_class) as caught:  # as ``except status_class:`` matches
+            await call(client.complete("m", "p"))
+        error = caught.value
+        assert isinstance(error, cls), type_
+        assert (type(error).__name__, type(error).__module__) == (cls.__name__, "wrapper.errors")
+        assert (error.status_code, error.type) == (status, type_)  # type: ignore[attr-defined]
+        copy = pickle.loads(pickle.dumps(error))
+        assert (type(copy), str(copy)) == (type(error), str(error))
 
 
 async def test_gradient_error_data(make_client: Any) -> None:
@@ -142,7 +167,8 @@ async def test_gradient_typed_body_of_an_unknown_type_is_a_plain_gradient_error(
     body = {"type": NO_SUCH_NAME, "message": "something new went wrong", "payload": {"x": 1}}
     client = make_client("gradient", mode, answer(status, body), max_retries=0)
     error = await failure(client)
-    assert type(error) is GradientError
+    assert type(error).__mro__[:2] == (type(error), GradientError)
+    assert isinstance(error, dict(STATUS_CLASSES)[status])
     assert (error.type, error.status_code, error.body, error.raw) == (NO_SUCH_NAME, status, body, None)
     request = "(POST https://api.test/api/models/m/complete)"
     assert error.message == f"HTTP {status} {NO_SUCH_NAME}: something new went wrong {request}"

@@ -3,6 +3,7 @@ does) into a temporary directory, its API reference pages read as HTML."""
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import os
 import re
@@ -10,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from html.parser import HTMLParser
+from importlib import import_module
 from pathlib import Path
 
 import pytest
@@ -150,4 +152,47 @@ def test_no_reference_page_shows_a_private_name(site: Path) -> None:
                 ]
         if private:
             shown[name] = private
+    assert not shown
+
+
+PUBLIC_MODULES = ("wrapper", "wrapper.errors", "wrapper.scale", "wrapper.gradient", "wrapper.apis",
+                  "wrapper.batch", "wrapper.router", "wrapper.testing", "wrapper.sandbox")  # fmt: skip
+
+
+def _target(path: str) -> object:
+    """The object a cross-reference's path names (its longest importable module, then attributes); None
+    for a name only a type checker sees."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: object = import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for name in parts[cut:]:
+            found = getattr(found, name, None)
+        return found
+    return None
+
+
+def test_no_signature_names_a_private_class(site: Path) -> None:
+    """Every class a signature shows (a parameter's, a return's or an attribute's type) is one a reader can
+    import from a public module: a class only a private module holds is not in the reference. The
+    generated models ``Completion.raw`` holds are the spec's, documented as such (``wrapper._generated``)."""
+    public = {
+        id(getattr(import_module(module), name))
+        for module in PUBLIC_MODULES
+        for name in import_module(module).__all__
+    }
+    shown: dict[str, set[str]] = {}
+    for name, page in _reference(site).items():
+        for signature in page.iter():
+            if "doc-signature" not in (signature.attrs.get("class") or "").split():
+                continue
+            for element in signature.iter():
+                path = re.match(r"[\w.]*", element.attrs.get("title") or "")[0]  # type: ignore[index]
+                if not path.startswith("wrapper.") or path.startswith("wrapper._generated."):
+                    continue
+                target = _target(path)
+                if inspect.isclass(target) and id(target) not in public:
+                    shown.setdefault(name, set()).add(path)
     assert not shown

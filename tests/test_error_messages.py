@@ -86,16 +86,17 @@ async def test_other_status_errors_name_the_request_without_the_base_url_hint(
 
 
 async def test_the_url_in_a_message_keeps_no_secret(make_client: Any, sandbox: Sandbox, lane: str) -> None:
+    """Query values may be credentials (a signed URL's): the message names each parameter, not its value
+    (a base URL with user info or a query is refused when the client is built: test_client_config.py)."""
     host = sandbox.scale_base_url.removeprefix("http://")
-    client = make_client("scale", lane, base_url=f"http://user:pw-SECRET-1@{host}/v4", max_retries=0)
+    client = make_client("scale", lane, base_url=f"http://{host}/v4", max_retries=0)
     with pytest.raises(NotFoundError) as caught:
         await call(client.complete(MODELS["scale"], "Alice", extra_query={"key": "q-SECRET-2", "page": 1}))
     message = str(caught.value)
-    for secret in ("pw-SECRET-1", "q-SECRET-2", SCALE_KEY):
+    for secret in ("q-SECRET-2", SCALE_KEY):
         assert secret not in message
-    assert "pw-SECRET-1" not in repr(client)
     assert f"{host}/v4{ENDPOINTS['scale']}?key=<redacted>&page=<redacted>)" in message, message
-    assert f"this client's is 'http://<redacted>@{host}/v4'" in message, message
+    assert f"this client's is 'http://{host}/v4'" in message, message
 
 
 # --- text UTF-8 cannot encode is refused before anything is sent ------------------------------------

@@ -130,7 +130,19 @@ def tls_ca() -> trustme.CA:
 @pytest.fixture(scope="module")
 def tls_sandbox(tls_ca: trustme.CA) -> Iterator[str]:
     """The sandbox on ``https://127.0.0.1:PORT``, its certificate signed by ``tls_ca``."""
-    cert = tls_ca.issue_cert("127.0.0.1", "localhost")
+    with _tls_sandbox(tls_ca.issue_cert("127.0.0.1", "localhost")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def tls_sandbox_of_another_host(tls_ca: trustme.CA) -> Iterator[str]:
+    """The sandbox on ``https://127.0.0.1:PORT``, its certificate (signed by ``tls_ca``) for another host."""
+    with _tls_sandbox(tls_ca.issue_cert("api.example")) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def _tls_sandbox(cert: trustme.LeafCert) -> Iterator[str]:
     with cert.private_key_and_cert_chain_pem.tempfile() as pem, socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         sock.listen(128)
@@ -227,6 +239,27 @@ async def test_an_unknown_ca_is_refused(net_client: Any, tls_sandbox: str, path:
     assert "(TLS certificate not trusted: unable to get local issuer certificate): set SSL_CERT_FILE" in str(
         caught.value
     )
+
+
+async def test_a_certificate_of_another_host_is_named_so_without_the_ca_bundle_advice(
+    net_client: Any,
+    net_env: pytest.MonkeyPatch,
+    tls_sandbox_of_another_host: str,
+    ca_file: str,
+    path: str,
+) -> None:
+    """The CA is trusted: a CA bundle would not help, the host in base_url is what to check."""
+    net_env.setenv("SSL_CERT_FILE", ca_file)
+    client = net_client("scale", path, tls_sandbox_of_another_host)
+    with pytest.raises(APIConnectionError) as caught:
+        await call(client.complete(SCALE_MODEL, "Alice", max_tokens=4))
+    message = str(caught.value)
+    assert (
+        "(TLS certificate of another host: IP address mismatch, certificate is not valid for '127.0.0.1'.)"
+        in (message)
+    )
+    assert "base_url's host must be one the certificate names" in message
+    assert "SSL_CERT_FILE" not in message
 
 
 # --- timeouts and refused connections ----------------------------------------------------------------------

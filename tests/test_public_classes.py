@@ -81,7 +81,9 @@ async def test_status_and_typed_errors_pickle_with_their_type_message_and_data(
 ) -> None:
     """Ray pickles errors between processes: the copy has the same class, message, body and request."""
     found = [await failure(sandbox, "scale", mode), await failure(sandbox, "gradient", mode)]
-    assert [type(error) for error in found] == [errors.NotFoundError, errors.UnknownBaseModelError]
+    assert type(found[0]) is errors.NotFoundError
+    assert isinstance(found[1], errors.UnknownBaseModelError)
+    assert isinstance(found[1], errors.NotFoundError)
     for error in found:
         copy = pickle.loads(pickle.dumps(error))
         assert type(copy) is type(error)

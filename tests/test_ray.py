@@ -14,7 +14,16 @@ from typing import Any
 import pytest
 import ray
 import ray.data
-from helpers import LocalServer, arrivals, install_command, most_in_any_window
+from helpers import (
+    ECHOES,
+    ESCAPED_CREDENTIALS,
+    LocalServer,
+    arrivals,
+    echo_secret_reply,
+    fragments,
+    install_command,
+    most_in_any_window,
+)
 
 from wrapper.ray import OUTPUT_COLUMNS, complete_dataset
 from wrapper.sandbox import Sandbox
@@ -176,6 +185,25 @@ def test_on_error_raise_fails_the_job_and_no_credential_shows_anywhere(
     assert any(path.name.startswith("worker-") for path in logs), "the workers wrote no log"
     secret = SECRET.encode()
     assert [str(path) for path in logs if secret in path.read_bytes()] == []
+
+
+def test_a_credential_the_server_echoes_is_in_no_error_column(
+    local_cluster: None, server: LocalServer
+) -> None:
+    """Each row's error names its failure with the key the server quoted back scrubbed, whatever its form."""
+    key = ESCAPED_CREDENTIALS["scale"]["api_key"]
+    server.script(*map(echo_secret_reply, ECHOES))  # the last, a garbled status line, for the rest
+    out = complete_dataset(
+        _prompts(2 * len(ECHOES)),
+        "scale",
+        MODELS["scale"],
+        concurrency=1,
+        client_options={"api_key": key, "base_url": server.url, "max_retries": 0, "timeout": 10},
+    ).take_all()
+    errors = [row["error"] for row in out]
+    assert len(errors) == 2 * len(ECHOES)
+    assert all("<redacted>" in error for error in errors)
+    assert [part for part in fragments(key) if any(part in error for error in errors)] == []
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +13,13 @@ from sandbox_fixtures import _no_faults_left, gradient, recording_sandbox, scale
 
 from wrapper import Completion, CompletionChunk
 from wrapper.gradient import AsyncGradient, Gradient
+from wrapper.router import Route, Router
 from wrapper.sandbox import Sandbox
 from wrapper.scale import AsyncScale, Scale
 
 SCALE_MODEL, GRADIENT_MODEL = "llama-3-8b-instruct", "nous-hermes2"
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+JSON_TYPES = {"string": str, "integer": int, "array": list, "object": dict, "null": type(None)}
 
 
 def assert_round_trips(result: Completion | CompletionChunk) -> dict[str, Any]:
@@ -141,3 +145,35 @@ def test_from_dict_names_a_missing_key() -> None:
         Completion.from_dict({})
     with pytest.raises(ValueError, match="needs a mapping"):
         Completion.from_dict("text")  # type: ignore[arg-type]
+
+
+def documented_keys() -> dict[str, set[type]]:
+    """The table of ``to_dict()``'s keys on docs/reference/results.md: each key and its JSON types."""
+    page = (DOCS / "reference" / "results.md").read_text(encoding="utf-8")
+    section = page.split("## `to_dict()`: every key\n", 1)[1].split("\n::: ", 1)[0]
+    rows = re.findall(r"^\| `(\w+)` \| ([\w ]+?) \|", section, re.MULTILINE)
+    return {key: {JSON_TYPES[name] for name in types.split(" or ")} for key, types in rows}
+
+
+def test_the_docs_list_every_key_of_to_dict_with_its_json_types(scale: Scale, gradient: Gradient) -> None:
+    """The reference's table has exactly the keys ``to_dict()`` gives, each value of a JSON type it names,
+    whatever the result: Scale's with logprobs and without, a stream's chunks, Gradient's, a router's;
+    and the clients guide names each key."""
+    with Router([Route(scale, SCALE_MODEL, name="us")]) as router:
+        results = [
+            scale.complete(SCALE_MODEL, "Alice", max_tokens=3, logprobs=True),
+            *scale.stream(SCALE_MODEL, "Alice", max_tokens=3),
+            gradient.complete(GRADIENT_MODEL, "Alice", max_generated_token_count=3),
+            router.complete("Alice", max_tokens=3),
+        ]
+    documented = documented_keys()
+    seen: dict[str, set[type]] = {key: set() for key in documented}
+    for result in results:
+        data = result.to_dict()
+        assert list(data) == list(documented), "docs/reference/results.md's table, in to_dict()'s order"
+        for key, value in data.items():
+            seen[key].add(type(value))
+    undocumented = {key: types - documented[key] for key, types in seen.items() if types - documented[key]}
+    assert not undocumented, "types to_dict() gave that the table does not name"
+    guide = (DOCS / "clients.md").read_text(encoding="utf-8").split("### Results as JSON", 1)[1]
+    assert [key for key in documented if f"`{key}`" not in guide.split("```", 1)[0]] == []

@@ -234,7 +234,7 @@ def test_a_new_gradient_field_and_error_variant(tmp_path: Path, mypy_cache: Path
         (VALIDATION, ERRORS, GENERATED),
         f'''
         async def test_new_field_and_error(make_client, mode, server: LocalServer) -> None:
-            from wrapper.errors import GradientError, {TAG_CLASS}
+            from wrapper.errors import BadRequestError, GradientError, {TAG_CLASS}
 
             server.script(json_reply(200, GRADIENT_BODY))
             client = make_client("gradient", mode, base_url=server.url + "/api", timeout=10, max_retries=0)
@@ -247,6 +247,7 @@ def test_a_new_gradient_field_and_error_variant(tmp_path: Path, mypy_cache: Path
             with pytest.raises({TAG_CLASS}) as caught:
                 await call(client.complete("m", "hi"))
             assert isinstance(caught.value, GradientError)
+            assert isinstance(caught.value, BadRequestError)  # the status class of its status
             assert (caught.value.type, caught.value.raw.message) == ("{TAG}", "over quota")
 
         def test_the_cli_and_mypy_take_the_new_field_and_error(server: LocalServer, tmp_path) -> None:

@@ -17,7 +17,16 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from helpers import install_command, retry_waits, wait_until
+from helpers import (
+    ESCAPED_CREDENTIALS,
+    LocalServer,
+    call,
+    echo_secret_reply,
+    fragments,
+    install_command,
+    retry_waits,
+    wait_until,
+)
 from opentelemetry import metrics, trace
 from opentelemetry.metrics import _internal as metrics_internal
 from opentelemetry.sdk.metrics import MeterProvider
@@ -32,7 +41,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from opentelemetry.util._once import Once
 
 from wrapper import _telemetry
-from wrapper.errors import InternalServerError, UnknownBaseModelError
+from wrapper.errors import APIError, InternalServerError, UnknownBaseModelError
 from wrapper.gradient import AsyncGradient, Gradient
 from wrapper.sandbox import Sandbox
 from wrapper.scale import AsyncScale, Scale
@@ -383,6 +392,29 @@ async def test_a_failed_call_sets_error_type_and_status_error(
     assert [event.name for event in span.events] == ["exception"]
     [duration] = telemetry.points(gen_ai_metrics.GEN_AI_CLIENT_OPERATION_DURATION)
     assert duration.attributes[error_attributes.ERROR_TYPE] == error.__name__
+
+
+@pytest.mark.parametrize("kind", ["json", "status_line"])
+async def test_a_credential_the_server_echoes_is_in_no_span(
+    telemetry: Telemetry, make_client: Any, server: LocalServer, lane: str, kind: str
+) -> None:
+    """The exception event (message and stacktrace, the transport's own cause included), the retry
+    event and the span's status never show the credential, whatever form the server quoted it in."""
+    credentials = ESCAPED_CREDENTIALS["scale"]
+    server.script(echo_secret_reply(kind))
+    client = make_client("scale", lane, base_url=server.url, max_retries=1, **credentials)
+    with pytest.raises(APIError):
+        await call(client.complete("m", "p"))
+
+    span = telemetry.only_span()
+    retried = [_telemetry.RETRY_EVENT] if kind == "status_line" else []  # a 400 is not retried
+    assert [event.name for event in span.events] == [*retried, "exception"]
+    texts = [
+        str(span.status.description),
+        *(str(v) for e in span.events for v in (e.attributes or {}).values()),
+    ]
+    assert "<redacted>" in texts[0]
+    assert [part for part in fragments(credentials["api_key"]) if any(part in text for text in texts)] == []
 
 
 async def test_a_stream_that_fails_midway_sets_error_type(telemetry: Telemetry, served: Sandbox) -> None:

@@ -1,11 +1,12 @@
 """Typed clients for Gradient's and Scale GP's completion APIs: ``wrapper.gradient``, ``wrapper.scale``.
 
-The result classes, the request options, the hooks (``CallHooks``: what extras and your own code add
-to each call), the clients' base classes (``SyncClient``, ``AsyncClient``: to annotate code that takes
-either API's client) and the default HTTP clients (``DefaultHttpxClient``, ``DefaultAsyncHttpxClient``;
-``DefaultHttpx2Client``, ``DefaultAsyncHttpx2Client`` on httpx2) are importable from here, and so are
-the router's ``Router``, ``AsyncRouter`` and ``Route`` (``wrapper.router``); they load on first use, so
-that importing a client module stays as cheap as importing httpx.
+The result classes, the request options (``RequestOptions``; ``Options``, those a client has in
+force), the hooks (``CallHooks``: what extras and your own code add to each call), the clients' base
+classes (``SyncClient``, ``AsyncClient``: to annotate code that takes either API's client), the
+default HTTP clients (``DefaultHttpxClient``, ``DefaultAsyncHttpxClient``; ``DefaultHttpx2Client``,
+``DefaultAsyncHttpx2Client`` on httpx2) and ``HTTP_LIBRARY_ENV`` are importable from here, and so are
+the router's ``Router``, ``AsyncRouter`` and ``Route`` (``wrapper.router``); they load on first use,
+so that ``import wrapper`` loads none of them.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from wrapper._core.async_client import AsyncClient
     from wrapper._core.hooks import CallHooks, CallInfo, HookFactory
-    from wrapper._core.options import RequestOptions, RetryPolicy
+    from wrapper._core.options import Options, RequestOptions, RetryPolicy
     from wrapper._core.raw import (
         AsyncWithRawResponse,
         AsyncWithStreamingResponse,
@@ -62,6 +63,7 @@ __all__ = [
     "DefaultHttpx2Client",
     "DefaultHttpxClient",
     "HookFactory",
+    "Options",
     "RawResponse",
     "RequestOptions",
     "RetryPolicy",
@@ -97,6 +99,7 @@ _LAZY = {
     "ClientClosedError": "wrapper._core.transports.base",
     "CompletionStream": "wrapper._core.streams",
     "RawResponse": "wrapper._core.raw",
+    "Options": "wrapper._core.options",
     "RequestOptions": "wrapper._core.options",
     "RetryPolicy": "wrapper._core.options",
     "StreamingResponse": "wrapper._core.raw",

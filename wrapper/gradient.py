@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 import httpx
 
 from wrapper import _telemetry
-from wrapper._core.async_client import AsyncClient
+from wrapper._core.async_client import AsyncClient, load_ahead
 from wrapper._core.settings import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
@@ -30,6 +30,7 @@ from wrapper._core.settings import (
     required,
 )
 from wrapper._core.sync_client import SyncClient
+from wrapper._core.wires.gradient import GradientWire
 from wrapper.apis import Api, Credential
 
 if TYPE_CHECKING:
@@ -45,9 +46,10 @@ if TYPE_CHECKING:
         """A call's keyword arguments: the request's fields (``GradientParams``) and the request options."""
 
     from wrapper._core.results import Completion
-    from wrapper._core.wires.gradient import GradientWire
 
 __all__ = ["API", "DEFAULT_BASE_URL", "AsyncGradient", "Gradient", "GradientParams", "complete", "stream"]
+
+load_ahead()  # what building an AsyncGradient and its first call need: loaded here, not in an event loop
 
 DEFAULT_BASE_URL = "https://api.gradient.ai/api"
 HOOKS = (_telemetry.traced,)
@@ -73,10 +75,6 @@ API = Api(
 def _config(
     access_token: str | None, workspace_id: str | None, base_url: str | None
 ) -> tuple[GradientWire, Settings]:
-    from wrapper._core.wires.gradient import (
-        GradientWire,  # imported with the first client: the import stays light
-    )
-
     token = required(access_token, env="GRADIENT_ACCESS_TOKEN", argument="access_token", client="Gradient")
     workspace = required(
         workspace_id, env="GRADIENT_WORKSPACE_ID", argument="workspace_id", client="Gradient"

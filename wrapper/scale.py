@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 import httpx
 
 from wrapper import _telemetry
-from wrapper._core.async_client import AsyncClient
+from wrapper._core.async_client import AsyncClient, load_ahead
 from wrapper._core.settings import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
@@ -32,6 +32,7 @@ from wrapper._core.settings import (
 )
 from wrapper._core.sync_client import SyncClient
 from wrapper._core.transports.network import header_value
+from wrapper._core.wires.scale import ScaleWire
 from wrapper.apis import Api, Credential
 
 if TYPE_CHECKING:
@@ -47,9 +48,10 @@ if TYPE_CHECKING:
         """A call's keyword arguments: the request's fields (``ScaleParams``) and the request options."""
 
     from wrapper._core.results import Completion
-    from wrapper._core.wires.scale import ScaleWire
 
 __all__ = ["API", "DEFAULT_BASE_URL", "AsyncScale", "Scale", "ScaleParams", "complete", "stream"]
+
+load_ahead()  # what building an AsyncScale and its first call need: loaded here, not in an event loop
 
 DEFAULT_BASE_URL = "https://api.egp.scale.com"
 HOOKS = (_telemetry.traced,)
@@ -80,14 +82,6 @@ def _settings(api_key: str | None, account_id: str | None, base_url: str | None)
     return Settings(
         from_env(base_url, "SGP_CLIENT_BASE_URL", "base_url", DEFAULT_BASE_URL) or DEFAULT_BASE_URL, headers
     )
-
-
-def _wire() -> ScaleWire:
-    from wrapper._core.wires.scale import (
-        ScaleWire,  # imported with the first client: `import wrapper.scale` stays light
-    )
-
-    return ScaleWire()
 
 
 class Scale(SyncClient):
@@ -122,7 +116,7 @@ class Scale(SyncClient):
         default_headers: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(
-            _wire(),
+            ScaleWire(),
             _settings(api_key, account_id, base_url),
             http_client,
             limits,
@@ -213,7 +207,7 @@ class AsyncScale(AsyncClient):
         default_headers: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(
-            _wire(),
+            ScaleWire(),
             _settings(api_key, account_id, base_url),
             http_client,
             limits,

@@ -93,38 +93,56 @@ class UnprocessableContentError(GradientError):
     raw: models.UnprocessableContentError
 
 
-# Each typed error body by its ``type``: the generated model that parses it, the error it raises.
-ERRORS: dict[str, tuple[Callable[[Mapping[str, Any]], Any], type[GradientError]]] = {
-    "flaggedContent": (models.FlaggedContentError.from_dict, ContentFlaggedError),
-    "bodyParsingError": (models.BodyParsingError.from_dict, BodyParsingError),
+# Each typed error body by its ``type``: the generated model that parses it, the error it raises,
+# and the responses of the spec (their status keys: 4XX, 404, default) whose body it may be.
+ERRORS: dict[
+    str, tuple[Callable[[Mapping[str, Any]], Any], type[GradientError], tuple[str, ...]]
+] = {
+    "flaggedContent": (
+        models.FlaggedContentError.from_dict,
+        ContentFlaggedError,
+        ("4XX",),
+    ),
+    "bodyParsingError": (models.BodyParsingError.from_dict, BodyParsingError, ("4XX",)),
     "queryOrPathParsingError": (
         models.QueryOrPathParsingError.from_dict,
         QueryOrPathParsingError,
+        ("4XX",),
     ),
-    "failed": (models.FailedError.from_dict, GenerationFailedError),
+    "failed": (models.FailedError.from_dict, GenerationFailedError, ("4XX",)),
     "modelDoesNotSupportGuidance": (
         models.ModelDoesNotSupportGuidanceError.from_dict,
         GuidanceNotSupportedError,
+        ("4XX",),
     ),
     "noRagDocumentsFound": (
         models.NoRagDocumentsFoundError.from_dict,
         NoRagDocumentsFoundError,
+        ("4XX",),
     ),
     "ragRequiresAutoTemplating": (
         models.RagRequiresAutoTemplatingError.from_dict,
         RagRequiresAutoTemplatingError,
+        ("4XX",),
     ),
-    "unknownBaseModel": (models.UnknownBaseModelError.from_dict, UnknownBaseModelError),
+    "unknownBaseModel": (
+        models.UnknownBaseModelError.from_dict,
+        UnknownBaseModelError,
+        ("4XX",),
+    ),
     "unknownModelAdapter": (
         models.UnknownModelAdapterError.from_dict,
         UnknownModelAdapterError,
+        ("4XX",),
     ),
     "unknownRagCollection": (
         models.UnknownRagCollectionError.from_dict,
         UnknownRagCollectionError,
+        ("4XX",),
     ),
     "unprocessableContent": (
         models.UnprocessableContentError.from_dict,
         UnprocessableContentError,
+        ("4XX",),
     ),
 }

@@ -41,3 +41,14 @@ def gradient_error_class(status: int, kind: str | None) -> type[errors.APIStatus
     if status >= 500 or status in STATUS_FIRST or kind is None:
         return STATUSES[status]
     return GRADIENT_TYPES.get(kind, errors.GradientError)  # a type the spec does not name: GradientError
+
+
+def is_gradient_error(exc: BaseException, status: int, kind: str | None) -> bool:
+    """Whether ``exc`` is what a Gradient error answer must raise: its ``gradient_error_class`` by name and
+    by ``isinstance``, and also the class of its status (a typed error is both)."""
+    expected = gradient_error_class(status, kind)
+    return (
+        isinstance(exc, expected)
+        and type(exc).__name__ == expected.__name__
+        and isinstance(exc, STATUSES[status])
+    )

@@ -24,7 +24,7 @@ from wrapper.errors import (
 )
 
 from ._clients import new_client
-from ._expect import gradient_error_class
+from ._expect import is_gradient_error
 from ._tap import Tap
 
 SCALE_FIELDS: dict[str, list[Any]] = {
@@ -203,7 +203,7 @@ def test_gradient_error_example_maps_to_its_class(prism_gradient: str, status: i
     with client, pytest.raises(APIStatusError) as caught:
         client.complete("model-1", "hi")
     assert request_violations(tap) == []
-    assert type(caught.value) is gradient_error_class(status, "flaggedContent")
+    assert is_gradient_error(caught.value, status, "flaggedContent")
     assert caught.value.status_code == status
     if isinstance(caught.value, ContentFlaggedError):
         assert caught.value.samples == ["string"]
@@ -219,7 +219,7 @@ def test_gradient_dynamic_error_examples_map_by_type(prism_gradient: str) -> Non
                 client.complete("model-1", "hi")
             kind = caught.value.body.get("type")  # None for a variant without a tag, if the spec has one
             assert caught.value.status_code == 400
-            assert type(caught.value) is gradient_error_class(400, kind)
+            assert is_gradient_error(caught.value, 400, kind)
             assert getattr(caught.value, "type", None) == kind
             seen.add(kind)
     assert request_violations(tap) == []

@@ -122,12 +122,12 @@ def _outcome(call: Callable[[], Any], requests: list[httpx.Request]) -> str:
 
 
 APIS: dict[str, tuple[dict[str, Field], Any, str, str, dict[str, Any]]] = {
-    "scale": (SCALE_ARGUMENTS, SCALE_BODY, "prompt", "http://scale", {"completions": [["p", ["ok"]]]}),
+    "scale": (SCALE_ARGUMENTS, SCALE_BODY, "prompt", "https://scale", {"completions": [["p", ["ok"]]]}),
     "gradient": (
         GRADIENT_ARGUMENTS,
         GRADIENT_BODY,
         "query",
-        "http://gradient/api",
+        "https://gradient/api",
         {"finishReason": "stop", "generatedOutput": "ok"},
     ),
 }

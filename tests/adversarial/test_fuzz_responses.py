@@ -30,7 +30,7 @@ from wrapper.errors import (
 )
 
 from ._clients import new_client
-from ._expect import GRADIENT_TYPES, STATUSES, gradient_error_class
+from ._expect import GRADIENT_TYPES, STATUSES, is_gradient_error
 from ._schemas import JSON_VALUES, from_schema, fuzz_settings, mutated, schema
 
 EXAMPLES = 200
@@ -103,7 +103,7 @@ Handler = Callable[[httpx.Request], httpx.Response]
 def _sync_outcome(api: str, method: str, handler: Handler, retries: int) -> Outcome:
     http = httpx.Client(transport=httpx.MockTransport(handler))
     chunks: list[CompletionChunk] = []
-    with new_client(api, "http://mock/api", max_retries=retries, http_client=http) as api_client:
+    with new_client(api, "https://mock/api", max_retries=retries, http_client=http) as api_client:
         try:
             if method == "complete":
                 return "ok", api_client.complete("model", "prompt")
@@ -118,7 +118,7 @@ async def _async_outcome(api: str, method: str, handler: Handler, retries: int) 
     http = httpx.AsyncClient(transport=httpx.MockTransport(handler))
     chunks: list[CompletionChunk] = []
     async with new_client(
-        api, "http://mock/api", asynchronous=True, max_retries=retries, http_client=http
+        api, "https://mock/api", asynchronous=True, max_retries=retries, http_client=http
     ) as api_client:
         try:
             if method == "complete":
@@ -348,7 +348,7 @@ def test_gradient_typed_error_maps_to_its_type(data: st.DataObject, status: int,
     )
     assert kind == "error"
     assert chunks == []
-    assert type(exc) is gradient_error_class(status, body.get("type")), exc  # no type: an untagged variant
+    assert is_gradient_error(exc, status, body.get("type")), exc  # no type: an untagged variant
     assert (exc.status_code, exc.body) == (status, body)
     if isinstance(exc, GradientError):
         assert exc.type == body["type"]
@@ -390,11 +390,12 @@ def test_gradient_broken_bodies_give_a_result_or_a_typed_error(
         assert kind == "error"
         assert isinstance(exc, APIStatusError)
         assert exc.status_code == status
-        if type(exc) is GradientError:  # a typed body whose type the spec does not name
-            assert isinstance(exc.body, dict)
+        assert isinstance(exc, STATUSES[status])  # a typed error is also the class of its status
+        if isinstance(exc, GradientError) and not isinstance(exc, tuple(GRADIENT_TYPES.values())):
+            assert isinstance(exc.body, dict)  # a typed body whose type the spec does not name
             assert exc.body["type"] not in GRADIENT_TYPES
             assert exc.type == exc.body["type"]
-        elif not isinstance(exc, tuple(GRADIENT_TYPES.values())):
+        elif not isinstance(exc, GradientError):
             assert type(exc) is STATUSES[status]
 
 

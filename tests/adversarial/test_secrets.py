@@ -162,7 +162,7 @@ def test_credentials_echoed_back_by_the_server_are_scrubbed(seen: Seen, status: 
         return httpx.Client(transport=httpx.MockTransport(_echo), params={"status": status})
 
     for api in ("scale", "gradient"):
-        with new_client(api, "http://echo/api", max_retries=1, http_client=http()) as client:
+        with new_client(api, "https://echo/api", max_retries=1, http_client=http()) as client:
             with pytest.raises((APIStatusError, APIResponseValidationError)) as caught:
                 client.complete(MODELS[api], "Alice")
             assert any(secret in caught.value.response.text for secret in SECRETS)  # the answer did carry one

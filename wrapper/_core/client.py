@@ -220,15 +220,13 @@ class ClientCore:
         """The typed error for what a transport raised (re-raised as is if it is not a transport failure)."""
         if not is_transport_failure(exc):
             return exc
+        elapsed = time.perf_counter() - started
+        error = connection_error(exc, request.as_httpx())  # scrubs exc of the credentials, first
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
-                "%s %s failed after %.3fs: %r",
-                request.method,
-                request.url,
-                time.perf_counter() - started,
-                exc,
+                "%s %s failed after %.3fs: %r", request.method, redacted_url(request.url), elapsed, exc
             )
-        return connection_error(exc, request.as_httpx())
+        return error
 
     def _chunks_failed(self, response: httpx.Response, exc: Exception, options: Options) -> Exception:
         """The typed error for a failure while reading a stream's events (an idle stream's says so)."""

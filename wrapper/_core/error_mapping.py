@@ -24,10 +24,11 @@ from wrapper._generated.exceptions import (
     PermissionDeniedError,
     RateLimitError,
     UnprocessableEntityError,
+    excerpt,
     scrub,
 )
 
-from .redact import redacted_url
+from .redact import redacted_url, scrub_chain
 from .transports.library import classes
 
 T = TypeVar("T")
@@ -93,10 +94,9 @@ def connection_error(exc: Exception, request: httpx.Request) -> APIConnectionErr
         message = _TIMED_OUT[phase].format(where=where, seconds=_seconds(seconds))
     elif isinstance(exc, classes("ConnectError")):
         reason = _reason(exc)
-        check = (
-            "set SSL_CERT_FILE to the CA bundle that signed the server's certificate"
-            if reason.startswith("TLS certificate")
-            else "check base_url, and that the server is up and reachable"
+        check = next(
+            (advice for start, advice in _CHECKS if reason.startswith(start)),
+            "check base_url, and that the server is up and reachable",
         )
         message = f"cannot connect to {where} ({reason}): {check}"
     elif isinstance(exc, classes("DecodingError")):
@@ -104,8 +104,25 @@ def connection_error(exc: Exception, request: httpx.Request) -> APIConnectionErr
     else:  # reset, cut mid-body, a garbled status line or header, ...
         message = f"the connection to {where} failed: {detail}"
     error = (APITimeoutError if phase is not None else APIConnectionError)(message, request=request)
+    scrub_chain(exc, request.headers)  # the traceback shows it: it may quote what the server sent
     error.__cause__ = exc
     return error
+
+
+_NAME_MISMATCH = (62, 64)
+"""OpenSSL's verify codes for a certificate that names another host (X509_V_ERR_HOSTNAME_MISMATCH) or
+address (X509_V_ERR_IP_ADDRESS_MISMATCH)."""
+_CHECKS = (
+    (
+        "TLS certificate not trusted",
+        "set SSL_CERT_FILE to the CA bundle that signed the server's certificate",
+    ),
+    (
+        "TLS certificate of another host",
+        "base_url's host must be one the certificate names (a CA bundle would not change that)",
+    ),
+)
+"""What to check for a failure to connect, by how its reason starts (the network, by default)."""
 
 
 def _seconds(value: float | None) -> str:
@@ -127,6 +144,8 @@ def _reason(exc: BaseException) -> str:
             todo.append(wrapped)
             continue
         if isinstance(current, ssl.SSLCertVerificationError):
+            if current.verify_code in _NAME_MISMATCH:
+                return f"TLS certificate of another host: {current.verify_message}"
             return f"TLS certificate not trusted: {current.verify_message}"
         if isinstance(current, ssl.SSLError):
             return f"TLS failed: {current.reason or current}"
@@ -159,6 +178,12 @@ def body_of(response: httpx.Response) -> Any:
         return text_of(response)
 
 
+def status_class(status: int) -> type[APIStatusError]:
+    """The class of an error response with ``status``: its own (``STATUS_CLASSES``), ``InternalServerError``
+    for 5xx, else ``APIStatusError``."""
+    return InternalServerError if status >= 500 else STATUS_CLASSES.get(status, APIStatusError)
+
+
 def status_error(
     response: httpx.Response, body: Any, *, detail: str | None = None, status: int | None = None
 ) -> APIStatusError:
@@ -167,12 +192,12 @@ def status_error(
     ``status`` overrides the response's (for an error event inside a stream that began with 200).
     """
     status = response.status_code if status is None else status
-    cls = InternalServerError if status >= 500 else STATUS_CLASSES.get(status, APIStatusError)
+    cls = status_class(status)
     if 300 <= status < 400:  # never followed: the request's credentials would go with it
         where = response.headers.get("location")
         shown = body if isinstance(body, str) else json.dumps(body) if detail is None else detail
         detail = f"redirect{f' to {where}' if where else ''} not followed" + (f"; {shown}" if shown else "")
-    error = cls(status_message(status, body, detail), response=response, body=body)
+    error = cls(status_message(response, status, body, detail), response=response, body=body)
     error.status_code = status
     return error
 
@@ -189,20 +214,20 @@ def requested(error: APIStatusError, hint: str | None = None) -> APIStatusError:
     return error
 
 
-def status_message(status: int, body: Any, detail: str | None = None) -> str:
-    """``HTTP <status>: <detail>``, the detail (the body, unless given) cut to an excerpt."""
+def status_message(response: httpx.Response, status: int, body: Any, detail: str | None = None) -> str:
+    """``HTTP <status>: <detail>``, the detail (the body, unless given) scrubbed and cut to an excerpt."""
     if detail is None:
         detail = body if isinstance(body, str) else json.dumps(body)
-    if len(detail) > _EXCERPT:
-        detail = detail[:_EXCERPT] + "..."
+    detail = excerpt(detail, response.request.headers, _EXCERPT)
     return f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
 
 
 def invalid(response: httpx.Response, what: str, event: str | None = None) -> APIResponseValidationError:
     """The error for a successful response (or a stream ``event``) that is not what the spec promises."""
     text = text_of(response) if event is None else event
+    shown = scrub(text, response.request.headers)[:_EXCERPT]  # scrubbed before the cut: no part survives
     return APIResponseValidationError(
-        f"HTTP {response.status_code} response {what}: {text[:_EXCERPT]!r}", response=response, text=text
+        f"HTTP {response.status_code} response {what}: {shown!r}", response=response, text=text
     )
 
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeAlias, TypeVar
 
 import httpx
 
+from .redact import redacted_url
 from .transports import fork
 from .transports.library import Http, chosen, library_of
 from .transports.network import header_value
@@ -95,7 +97,8 @@ def required(value: str | None, *, env: str, argument: str, client: str) -> str:
 
 
 def checked_base_url(base_url: str, api: Api) -> str:
-    """``base_url`` without its trailing slash; ``ValueError`` unless an http(s) URL with a host."""
+    """``base_url`` without its trailing slash; ``ValueError`` unless an http(s) URL with a host, and
+    nothing after its path (``refuse_base_url_extras``)."""
     try:
         url = httpx.URL(base_url)
     except httpx.InvalidURL:
@@ -103,9 +106,34 @@ def checked_base_url(base_url: str, api: Api) -> str:
     if url is None or url.scheme not in ("http", "https") or not url.host:
         raise ValueError(
             f"base_url must be an http:// or https:// URL with a host, such as {api.default_base_url!r}; "
-            f"got {base_url!r}"
+            f"got {_USERINFO.sub('//<redacted>@', base_url)!r}"
         )
+    refuse_base_url_extras(base_url, url, api)
     return base_url.rstrip("/")
+
+
+_USERINFO = re.compile(r"//[^/?#]*@")
+"""The user info of a URL (which may hold a password), as a message must not show it."""
+
+
+def refuse_base_url_extras(base_url: str, url: httpx.URL, api: Api) -> None:
+    """``ValueError`` for a base URL with user info (``user:password@``), a query (``?``) or a fragment
+    (``#``): the first would go out as Basic auth (replacing Gradient's bearer token), the others would
+    end the path the endpoint's is appended to. The message never shows the user info."""
+    name = f"base_url (or {api.base_url_env})"
+    if url.userinfo:
+        raise ValueError(
+            f"{name} must not hold credentials (user:password@ before the host): they would go out as "
+            f"Basic auth, which this API does not take (its credentials are the arguments "
+            f"{', '.join(c.keyword for c in api.credentials)}); give it as "
+            f"{str(url.copy_with(userinfo=b'')).rstrip('/')!r}"
+        )
+    if "?" in base_url or "#" in base_url:
+        shown = redacted_url(url) + ("#..." if url.fragment else "")
+        raise ValueError(
+            f"{name} must not have a query (?...) or a fragment (#...): the endpoint's path is appended "
+            f"to it, and would come after them; pass query parameters as extra_query={{...}}; got {shown!r}"
+        )
 
 
 def checked_http_client(http_client: object, *, asynchronous: bool) -> Http:

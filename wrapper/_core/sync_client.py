@@ -16,6 +16,7 @@ from . import sse
 from .client import ClientCore, is_event_stream
 from .error_mapping import invalid
 from .headers import ResponseHeaders
+from .insecure import warn_if_insecure
 from .options import Options
 from .raw import RAW, RawResponse, WithRawResponse, WithStreamingResponse
 from .retries import Attempts, run
@@ -61,6 +62,7 @@ class SyncClient(ClientCore):
         library = checked_http_client(http_client, asynchronous=False)
         limits = checked_limits(limits, http_client)
         super().__init__(wire, settings, library, default_headers, dict(options))
+        warn_if_insecure(self._base_url, cast("httpx.Client | None", http_client))
         if http_client is None:
             own = functools.partial(_own_pool, library, limits)
             self._transport = transport = HttpxTransport(own(), own)

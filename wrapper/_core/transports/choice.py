@@ -7,7 +7,6 @@ concurrency. The client's own pools are opened per event loop (``loop_pools``). 
 
 from __future__ import annotations
 
-import importlib
 import ssl
 import threading
 from collections.abc import Callable
@@ -17,7 +16,7 @@ import httpx
 
 from .base import AsyncTransport, ClientClosedError
 from .httpx_transport import AsyncHttpxTransport
-from .library import Http, core_name
+from .library import Http
 from .loop_pools import PerLoop
 from .network import httpx_is_watched
 
@@ -25,23 +24,6 @@ if TYPE_CHECKING:
     from .aiohttp_transport import AiohttpTransport
 
 __all__ = ["AsyncTransports"]
-
-
-def _load_ahead(library: Http, *, own: bool, httpx_async: bool) -> None:
-    """Import now, as an async client is built, what its first call would import inside the event loop.
-
-    There, importing aiohttp (some 80 modules, for the client's own pools) blocked the loop for 0.2 to
-    0.5 s, and asyncio's debug mode reported it; httpx's async pool imports its anyio backend on its
-    first connection. The modules load once per process: later clients find them loaded.
-    """
-    if own:
-        import wrapper._core.transports.aiohttp_transport  # noqa: F401
-    if httpx_async:
-        import anyio._backends._asyncio  # noqa: F401  (what anyio.connect_tcp imports)
-
-        importlib.import_module(
-            f"{core_name(library)}._backends.anyio"
-        )  # what httpcore's AutoBackend imports
 
 
 class AsyncTransports:
@@ -67,7 +49,6 @@ class AsyncTransports:
         self._proxy = proxy
         self._lock = threading.Lock()
         self._closed = False
-        _load_ahead(library, own=http_client is None, httpx_async=http_client is not None or proxy)
         if http_client is None:
             verify()  # the pools' TLS context, loaded now (it is cached): a CA bundle takes tens of ms
 
@@ -75,7 +56,7 @@ class AsyncTransports:
             return AsyncHttpxTransport(library.AsyncClient(limits=limits, verify=verify(), trust_env=True))
 
         def own_aiohttp() -> AiohttpTransport:
-            from .aiohttp_transport import AiohttpTransport  # imported by _load_ahead already
+            from .aiohttp_transport import AiohttpTransport  # loaded ahead (async_client.load_ahead)
 
             return AiohttpTransport(verify(), limits, library)
 

@@ -7,9 +7,10 @@ from typing import Any, cast
 
 import httpx
 
-from wrapper._core.error_mapping import Malformed, body_of, parse_model, status_error
+from wrapper._core.error_mapping import Malformed, body_of, parse_model, status_class, status_error
 from wrapper._core.results import Completion, ResponseHeaders
 from wrapper._core.validate import WireBody, body_fields, check_params, path_segment, prompt_rule, rules
+from wrapper._generated.exceptions import with_status_class
 from wrapper._generated.gradient.api.models import complete_model
 from wrapper._generated.gradient.exceptions import ERRORS
 from wrapper._generated.gradient.models import CompleteModelBodyParams, CompleteModelSuccess
@@ -52,24 +53,39 @@ class GradientWire:
     def status_error(self, response: httpx.Response) -> APIStatusError:
         """The error of a typed 4XX body by its ``type``; the status class for anything else.
 
-        Statuses that tell the caller what to do whatever the body says (authenticate, wait, retry:
-        401, 403, 408, 409, 429) keep their status class, so ``except RateLimitError`` always works.
-        A ``type`` the spec does not name raises ``GradientError`` itself.
+        A typed error is also the status class of its status (``with_status_class``): its ``type``
+        says what went wrong, its status how to treat it. Statuses that tell the caller what to do
+        whatever the body says (authenticate, wait, retry: 401, 403, 408, 409, 429) keep their status
+        class alone, so ``except RateLimitError`` always works. A body is read as typed only with a
+        status the spec gives its ``type`` (any of them, for a ``type`` the spec does not name, which
+        raises ``GradientError`` itself).
         """
         body = body_of(response)
         status = response.status_code
         kind = body.get("type") if isinstance(body, dict) else None
-        if not isinstance(kind, str) or not 400 <= status < 500 or status in STATUS_FIRST:
+        known = ERRORS.get(kind) if isinstance(kind, str) else None
+        allowed = known[2] if known is not None else _TYPED_STATUSES
+        if not isinstance(kind, str) or status in STATUS_FIRST or not _in(status, allowed):
             return status_error(response, body)
-        known = ERRORS.get(kind)
         if known is None:
             text = body.get("message")
             message = f"HTTP {status} {kind}: {text}" if isinstance(text, str) else f"HTTP {status} {kind}"
-            return GradientError(message, response=response, body=body, type=kind)
-        parse, cls = known
+            cls: type[GradientError] = with_status_class(GradientError, status_class(status))
+            return cls(message, response=response, body=body, type=kind)
+        parse, typed, _ = known
         try:
             raw = parse(body)
         except (KeyError, TypeError, ValueError, AttributeError):
             return status_error(response, body)
         message = f"HTTP {status} {raw.type_}: {raw.message}"
+        cls = with_status_class(typed, status_class(status))
         return cls(message, response=response, body=body, type=kind, raw=raw)
+
+
+_TYPED_STATUSES = tuple(sorted({key for _, _, keys in ERRORS.values() for key in keys}))
+"""The spec's status keys of every response with a typed body."""
+
+
+def _in(status: int, keys: tuple[str, ...]) -> bool:
+    """Whether an error ``status`` is one of a spec's response keys (``404``, ``4XX``, ``default``)."""
+    return any(key in (str(status), "default") or key.upper() == f"{status // 100}XX" for key in keys)

@@ -68,7 +68,7 @@ class ScaleWire:
             return status_error(response, body, status=status)
         detail = "; ".join(f"{'.'.join(map(str, loc))}: {msg}" for loc, msg, _ in errors)
         error = UnprocessableEntityError(
-            status_message(status, body, detail or None), response=response, body=body
+            status_message(response, status, body, detail or None), response=response, body=body
         )
         error.status_code = status
         error.errors = errors
