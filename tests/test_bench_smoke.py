@@ -56,7 +56,7 @@ def test_quick_bench_prints_and_writes_every_row(tmp_path: Path) -> None:
         [sys.executable, str(ROOT / "scripts" / "bench" / "run.py"), "--quick", "--json", str(results)],
         capture_output=True,
         text=True,
-        timeout=90,
+        timeout=180,  # a minute alone on a busy 2-CPU machine (the TLS rows start four servers)
         check=False,
     )
     assert run.returncode == 0, run.stderr
