@@ -21,9 +21,11 @@ from helpers import LocalServer, call, collect
 from wrapper.errors import APITimeoutError
 
 pytestmark = [
-    pytest.mark.serial,
-    pytest.mark.usefixtures("library"),
-]  # bounds on wall-clock time; both libraries
+    pytest.mark.serial,  # bounds on wall-clock time
+    pytest.mark.usefixtures("library"),  # on httpx and on httpx2
+    # HOST is a made-up name the tests resolve to loopback: plain http:// to it is no insecure connection.
+    pytest.mark.filterwarnings("ignore::wrapper.errors.InsecureConnectionWarning"),
+]
 
 HOST = "slow-lookup.test"
 
