@@ -362,17 +362,17 @@ def test_module_level_functions_use_a_default_client(
 
 
 def test_importing_the_clients_stays_light(library: ModuleType) -> None:
-    """No sandbox, CLI or test-only packages (aiohttp is loaded: an async client's build and first call
-    need it, and the client modules load it so that no event loop does: ``async_client.load_ahead``);
-    httpx2 only when asked for, and then ahead too."""
+    """No sandbox, CLI or test-only packages; aiohttp is loaded here, so that a first async client built
+    inside a running loop imports nothing there (tests/test_event_loops.py); httpx2 only when asked for
+    (``COMPLETION_CLIENTS_HTTP``), and then ahead too."""
     code = "import sys, wrapper, wrapper.scale, wrapper.gradient, wrapper.errors; print(sorted(sys.modules))"
     loaded = set(json.loads(subprocess.check_output([sys.executable, "-c", code]).decode().replace("'", '"')))
-    assert not loaded & {"starlette", "uvicorn", "tqdm", "yaml"}
-    assert (
-        {"httpx2", "httpcore2._backends.anyio"} <= loaded
-        if library.__name__ == "httpx2"
-        else "httpx2" not in loaded
-    )
+    assert not loaded & {"starlette", "uvicorn", "tqdm", "yaml", "jsonschema", "pytest"}
+    assert "aiohttp" in loaded
+    if library.__name__ == "httpx2":
+        assert {"httpx2", "httpcore2._backends.anyio"} <= loaded
+    else:
+        assert "httpx2" not in loaded
     assert wrapper.Completion is Completion
 
 

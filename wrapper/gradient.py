@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from wrapper._core.options import RequestOptions, RetryPolicy
     from wrapper._core.streams import AsyncCompletionStream, CompletionStream
     from wrapper._generated.gradient.params import GradientParams
-    from wrapper.batch import AsyncBatchIterator, BatchIterator
+    from wrapper.batch import AsyncBatchIterator, BatchIterator, Budget
 
     class GradientCall(GradientParams, RequestOptions, total=False):
         """A call's keyword arguments: the request's fields (``GradientParams``) and the request options."""
@@ -148,12 +148,13 @@ class Gradient(SyncClient):
         return_exceptions: bool = False,
         requests_per_minute: float | None = None,
         tokens_per_minute: float | None = None,
+        budget: Budget | None = None,
         **params: Unpack[GradientCall],
     ) -> BatchIterator:
         """``complete`` for each prompt, at most ``concurrency`` in flight, paced to the limits given.
 
         As ``Scale.complete_many``: results as they finish (``ordered=True``: in input order),
-        ``.stats``, ``return_exceptions``, ``requests_per_minute``/``tokens_per_minute``.
+        ``.stats``, ``return_exceptions``, ``requests_per_minute``/``tokens_per_minute``, ``budget``.
         """
         from wrapper.batch import complete_many
 
@@ -166,6 +167,7 @@ class Gradient(SyncClient):
             return_exceptions=return_exceptions,
             requests_per_minute=requests_per_minute,
             tokens_per_minute=tokens_per_minute,
+            budget=budget,
             **params,
         )
 
@@ -229,6 +231,7 @@ class AsyncGradient(AsyncClient):
         return_exceptions: bool = False,
         requests_per_minute: float | None = None,
         tokens_per_minute: float | None = None,
+        budget: Budget | None = None,
         **params: Unpack[GradientCall],
     ) -> AsyncBatchIterator:
         """The async ``Gradient.complete_many``; closing the iterator cancels the requests in flight."""
@@ -243,6 +246,7 @@ class AsyncGradient(AsyncClient):
             return_exceptions=return_exceptions,
             requests_per_minute=requests_per_minute,
             tokens_per_minute=tokens_per_minute,
+            budget=budget,
             **params,
         )
 

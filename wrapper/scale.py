@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from wrapper._core.options import RequestOptions, RetryPolicy
     from wrapper._core.streams import AsyncCompletionStream, CompletionStream
     from wrapper._generated.scale.params import ScaleParams
-    from wrapper.batch import AsyncBatchIterator, BatchIterator
+    from wrapper.batch import AsyncBatchIterator, BatchIterator, Budget
 
     class ScaleCall(ScaleParams, RequestOptions, total=False):
         """A call's keyword arguments: the request's fields (``ScaleParams``) and the request options."""
@@ -153,6 +153,7 @@ class Scale(SyncClient):
         return_exceptions: bool = False,
         requests_per_minute: float | None = None,
         tokens_per_minute: float | None = None,
+        budget: Budget | None = None,
         **params: Unpack[ScaleCall],
     ) -> BatchIterator:
         """``complete`` for each prompt, at most ``concurrency`` in flight, paced to the limits given.
@@ -160,7 +161,8 @@ class Scale(SyncClient):
         Iterate for the results (``wrapper.BatchResult``) as they finish, or in input order with
         ``ordered=True``; ``.stats`` has the batch's figures (``wrapper.BatchStats``). A failed prompt
         raises its error unless ``return_exceptions=True``; ``requests_per_minute`` and
-        ``tokens_per_minute`` pace the batch evenly, and 429s slow it down.
+        ``tokens_per_minute`` pace the batch evenly, and 429s slow it down. A ``budget``
+        (``wrapper.batch.Budget``) caps the prompts and tokens it sends.
         """
         from wrapper.batch import complete_many
 
@@ -173,6 +175,7 @@ class Scale(SyncClient):
             return_exceptions=return_exceptions,
             requests_per_minute=requests_per_minute,
             tokens_per_minute=tokens_per_minute,
+            budget=budget,
             **params,
         )
 
@@ -242,6 +245,7 @@ class AsyncScale(AsyncClient):
         return_exceptions: bool = False,
         requests_per_minute: float | None = None,
         tokens_per_minute: float | None = None,
+        budget: Budget | None = None,
         **params: Unpack[ScaleCall],
     ) -> AsyncBatchIterator:
         """The async ``Scale.complete_many``: prompts from an (async) iterable, ``async for`` the results.
@@ -259,6 +263,7 @@ class AsyncScale(AsyncClient):
             return_exceptions=return_exceptions,
             requests_per_minute=requests_per_minute,
             tokens_per_minute=tokens_per_minute,
+            budget=budget,
             **params,
         )
 

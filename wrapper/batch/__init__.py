@@ -7,9 +7,26 @@ the limiter a batch uses by default: requests and tokens per minute paced evenly
 429s, and opening slowly when no limit is given. Each prompt is one ``complete`` call of the client,
 paced and counted through the clients' hooks (``wrapper.CallHooks``). ``complete_with`` and
 ``acomplete_with`` run a batch over any ``complete(prompt, **kwargs)`` that paces itself: a router's
-(``wrapper.router``), whose ``complete_many`` they are.
+(``wrapper.router``), whose ``complete_many`` they are; ``fan_out_with``, ``afan_out_with`` and
+``afan_out_jobs`` send every prompt to each of several such targets (a router's ``fan_out``).
+
+A ``Budget`` caps what a batch sends. Results have one format, the result line (``BatchResult.to_dict()``,
+the command line's results files, Ray's columns): ``read_results`` reads a results file's, and
+``ResultTotals`` adds lines up.
 """
 
+from ._budget import Budget
+from ._fan_out import TargetJob, afan_out_jobs, afan_out_with, fan_out_with
+from ._format import (
+    RESULT_FIELDS,
+    RUN,
+    InputLineError,
+    completion_fields,
+    error_fields,
+    error_object,
+    read_results,
+    result_key,
+)
 from ._pacing import Limiter, Pacer, checked_limit, estimate_tokens
 from ._run import (
     FORGIVEN_429S,
@@ -25,22 +42,37 @@ from ._run import (
     complete_many,
     complete_with,
 )
+from ._totals import ResultTotals
 
 __all__ = [
     "FORGIVEN_429S",
+    "RESULT_FIELDS",
+    "RUN",
     "AsyncBatchIterator",
     "AsyncCompleter",
     "BatchIterator",
     "BatchResult",
     "BatchStats",
+    "Budget",
+    "InputLineError",
     "Job",
     "Limiter",
     "Pacer",
+    "ResultTotals",
+    "TargetJob",
     "acomplete_jobs",
     "acomplete_many",
     "acomplete_with",
+    "afan_out_jobs",
+    "afan_out_with",
     "checked_limit",
     "complete_many",
     "complete_with",
+    "completion_fields",
+    "error_fields",
+    "error_object",
     "estimate_tokens",
+    "fan_out_with",
+    "read_results",
+    "result_key",
 ]

@@ -5,7 +5,8 @@ Prompts are pulled lazily, never more than ``concurrency`` ahead of the results 
 million prompts from a file never sit in memory. Each prompt is one ``complete`` call of the client,
 with hooks of the batch's (``wrapper.CallHooks``): every attempt waits for a limiter (``Pacer``:
 requests and tokens per minute when given, slowing down on 429s, a 429's Retry-After pausing every
-request rather than one), and is counted in the batch's stats.
+request rather than one), and is counted in the batch's stats. A ``Budget`` is asked as each prompt is
+about to be sent: once it says no, nothing more is sent and the prompts in flight finish.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ import httpx
 from wrapper import CallHooks, CallInfo, Completion, RequestOptions
 from wrapper.errors import APIError, APIStatusError, RateLimitError
 
+from ._budget import Budget
+from ._format import completion_fields, error_fields
 from ._pacing import Limiter, Pacer, estimate_tokens
 from ._stats import BatchStats, Tally
 
@@ -65,11 +68,13 @@ _OPTIONS = frozenset(RequestOptions.__annotations__)
 
 @attrs.frozen
 class BatchResult:
-    """One prompt's outcome: its index in the input and either its completion or its typed error."""
+    """One prompt's outcome: its index in the input and either its completion or its typed error; in a
+    fan-out (``fan_out_with``, ``Router.fan_out``), the ``target`` that answered it."""
 
     index: int
     completion: Completion | None = None
     error: APIError | None = None
+    target: str | None = attrs.field(default=None, kw_only=True)
 
     @property
     def ok(self) -> bool:
@@ -90,6 +95,24 @@ class BatchResult:
     def request_id(self) -> str | None:
         """The final response's ``x-request-id``, for the provider's support."""
         return self.headers.get("x-request-id")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as a result line, the same as the command line writes and Ray's columns: ``index``,
+        ``target`` (in a fan-out), then ``text``, ``finish_reason``, ``prompt_tokens``,
+        ``response_tokens``, ``logprobs``, ``request_id``, ``route`` (as ``Completion.to_dict()`` gives
+        them) and ``error`` (``{"type", "status", "message"}``), the completion's fields None on an error
+        and ``error`` None on a success."""
+        line: dict[str, Any] = {"index": self.index}
+        if self.target is not None:
+            line["target"] = self.target
+        return {**line, **self.fields()}
+
+    def fields(self) -> dict[str, Any]:
+        """``to_dict()`` but for ``index`` and ``target``: the fields a line holds of any result."""
+        if self.completion is not None:
+            return completion_fields(self.completion)
+        assert self.error is not None
+        return error_fields(self.error, self.request_id)
 
 
 class BatchIterator(Iterator[BatchResult]):
@@ -142,6 +165,7 @@ def complete_many(
     return_exceptions: bool = False,
     requests_per_minute: float | None = None,
     tokens_per_minute: float | None = None,
+    budget: Budget | None = None,
     **kwargs: Any,
 ) -> BatchIterator:
     """``client.complete(model, prompt, **kwargs)`` for every prompt, at most ``concurrency`` in flight,
@@ -152,13 +176,15 @@ def complete_many(
     ``return_exceptions=True``, which yields it as a result. Requests are paced evenly to
     ``requests_per_minute`` and ``tokens_per_minute`` (tokens are estimated) and slow down on 429s;
     each prompt gets the client's ``max_retries``. Breaking out of the loop (or ``close()``) stops the
-    batch; requests already sent finish on their own.
+    batch; requests already sent finish on their own. With a ``budget``, the batch ends once it is
+    reached: the prompts it held back get no result, and the prompts in flight finish.
     """
-    _check_arguments(prompts, concurrency)
+    _check_arguments(prompts, concurrency, budget)
     pacer = Pacer(requests_per_minute, tokens_per_minute)
     params, options = _split(kwargs)
     client = client.with_options(**options) if options else client
-    batch = _Batch(functools.partial(getattr(client, "complete"), model), functools.partial(_Paced, pacer))  # noqa: B009
+    complete = functools.partial(getattr(client, "complete"), model)  # noqa: B009
+    batch = _Batch(complete, functools.partial(_Paced, pacer), budget)
     return BatchIterator(
         _run(batch, _numbered(prompts, params), concurrency, ordered, return_exceptions), batch.tally
     )
@@ -171,16 +197,18 @@ def complete_with(
     concurrency: int = 16,
     ordered: bool = False,
     return_exceptions: bool = False,
+    budget: Budget | None = None,
     **kwargs: Any,
 ) -> BatchIterator:
     """``complete(prompt, **kwargs)`` for every prompt, as ``complete_many`` runs them, with no pacing of
     the batch's own: a router's ``complete`` (``wrapper.router``), whose routes pace themselves.
 
     ``complete`` passes its ``hooks`` option on to the clients' calls it makes: the batch counts their
-    attempts (and each route's, in ``BatchStats.routes``).
+    attempts (and each route's, in ``BatchStats.routes``) and asks the ``budget`` before each prompt's
+    first.
     """
-    _check_arguments(prompts, concurrency)
-    batch = _Batch(complete, _Counted)
+    _check_arguments(prompts, concurrency, budget)
+    batch = _Batch(complete, _Counted, budget)
     return BatchIterator(
         _run(batch, _numbered(prompts, kwargs), concurrency, ordered, return_exceptions), batch.tally
     )
@@ -196,6 +224,7 @@ def acomplete_many(
     return_exceptions: bool = False,
     requests_per_minute: float | None = None,
     tokens_per_minute: float | None = None,
+    budget: Budget | None = None,
     **kwargs: Any,
 ) -> AsyncBatchIterator:
     """The async ``complete_many``: prompts from an iterable or an async iterable, results by ``async for``.
@@ -203,7 +232,7 @@ def acomplete_many(
     Leaving the loop early and closing the iterator (``aclose()``, or ``contextlib.aclosing``) cancels
     the requests in flight.
     """
-    _check_arguments(prompts, concurrency)
+    _check_arguments(prompts, concurrency, budget)
     params, options = _split(kwargs)
     return acomplete_jobs(
         client.with_options(**options) if options else client,
@@ -214,6 +243,7 @@ def acomplete_many(
         return_exceptions=return_exceptions,
         requests_per_minute=requests_per_minute,
         tokens_per_minute=tokens_per_minute,
+        budget=budget,
     )
 
 
@@ -224,12 +254,13 @@ def acomplete_with(
     concurrency: int = 16,
     ordered: bool = False,
     return_exceptions: bool = False,
+    budget: Budget | None = None,
     **kwargs: Any,
 ) -> AsyncBatchIterator:
     """The async ``complete_with``: ``await complete(prompt, **kwargs)`` for every prompt (an async
     router's ``complete``), prompts from an iterable or an async iterable."""
-    _check_arguments(prompts, concurrency)
-    batch = _Batch(complete, _Counted)
+    _check_arguments(prompts, concurrency, budget)
+    batch = _Batch(complete, _Counted, budget)
     return AsyncBatchIterator(
         _arun(batch, _jobs(prompts, kwargs), concurrency, ordered, return_exceptions), batch.tally
     )
@@ -246,24 +277,25 @@ def acomplete_jobs(
     requests_per_minute: float | None = None,
     tokens_per_minute: float | None = None,
     limiter: Limiter | None = None,
+    budget: Budget | None = None,
 ) -> AsyncBatchIterator:
     """``acomplete_many`` over explicit jobs, each with its own index and parameters (the command line's
     batch, Ray's blocks). ``limiter`` paces the batch instead of the limits (one shared by many
     processes, say: ``wrapper.ray``'s leases). With ``model`` None, ``client`` is an async router
     (``wrapper.router``), whose routes pace themselves: no limit nor limiter is taken then.
     """
-    _check_arguments(jobs, concurrency)
+    _check_arguments(jobs, concurrency, budget)
     complete = getattr(client, "complete")  # noqa: B009  (a client's takes the model first)
     if model is None:
         if limiter is not None or requests_per_minute is not None or tokens_per_minute is not None:
             raise ValueError("a router paces each route to its own limits: pass no limit nor limiter")
-        batch = _Batch(complete, _Counted)
+        batch = _Batch(complete, _Counted, budget)
     else:
         if limiter is None:
             limiter = Pacer(requests_per_minute, tokens_per_minute)
         elif requests_per_minute is not None or tokens_per_minute is not None:
             raise ValueError("pass requests_per_minute/tokens_per_minute or a limiter, not both")
-        batch = _Batch(functools.partial(complete, model), functools.partial(_APaced, limiter))
+        batch = _Batch(functools.partial(complete, model), functools.partial(_APaced, limiter), budget)
     return AsyncBatchIterator(_arun(batch, jobs, concurrency, ordered, return_exceptions), batch.tally)
 
 
@@ -280,11 +312,13 @@ def _split(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return params, {name: value for name, value in kwargs.items() if name in _OPTIONS}
 
 
-def _check_arguments(prompts: object, concurrency: int) -> None:
+def _check_arguments(prompts: object, concurrency: int, budget: object = None) -> None:
     if isinstance(prompts, str):
         raise TypeError("prompts must be an iterable of strings, not one string")
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise ValueError(f"concurrency must be a positive integer, got {concurrency!r}")
+    if budget is not None and not isinstance(budget, Budget):
+        raise TypeError(f"budget must be a wrapper.batch.Budget (or None), got {type(budget).__name__}")
 
 
 def _numbered(prompts: Iterable[str], params: Mapping[str, Any]) -> Iterator[Job]:
@@ -311,36 +345,61 @@ def _checked(job: Job) -> Job:
 
 
 class _Prompt:
-    """One prompt's attempts so far, over every call made for it (a router makes one per route)."""
+    """One prompt's attempts so far, over every call made for it (a router makes one per route), and the
+    tokens it booked with the batch's budget (None: not admitted yet)."""
 
-    __slots__ = ("sent",)
+    __slots__ = ("booked", "sent")
 
     def __init__(self) -> None:
         self.sent = 0
+        self.booked: int | None = None
 
 
 class _Batch:
-    """What a batch's prompts share: how one is completed, the hooks of its calls, the tally, and (for a
-    sync batch) the event that ends it."""
+    """What a batch's prompts share: how one is completed, the hooks of its calls, the tally, the budget,
+    and (for a sync batch) the event that ends it."""
 
     def __init__(
-        self, complete: Callable[..., Any], hooks: Callable[[_Batch, _Prompt, CallInfo], CallHooks]
+        self,
+        complete: Callable[..., Any],
+        hooks: Callable[[_Batch, _Prompt, CallInfo], CallHooks],
+        budget: Budget | None = None,
     ) -> None:
         self.complete = complete
         self.hooks = hooks
+        self.budget = budget
         self.tally = Tally()
         self.stop = threading.Event()
         self.context = contextvars.copy_context()  # the caller's: its current span is each prompt's parent
 
-    def call(self, job: Job) -> tuple[str, dict[str, Any]]:
-        """A job's prompt and the keyword arguments of its ``complete``: its parameters, the batch's hooks."""
+    def call(self, job: Job) -> tuple[Callable[..., Any], str, dict[str, Any], _Prompt]:
+        """A job's ``complete``, its prompt and keyword arguments (its parameters, the batch's hooks), and
+        the state of its attempts."""
         _, prompt, params = job
-        hooks = functools.partial(self.hooks, self, _Prompt())
-        return prompt, {**params, "hooks": [*params.get("hooks", ()), hooks]}
+        state = _Prompt()
+        hooks = functools.partial(self.hooks, self, state)
+        return self.complete, prompt, {**params, "hooks": [*params.get("hooks", ()), hooks]}, state
+
+    def result(
+        self, index: int, completion: Completion | None = None, error: APIError | None = None
+    ) -> BatchResult:
+        """The result of the job numbered ``index``."""
+        return BatchResult(index, completion, error)
+
+    def held_back(self) -> bool:
+        """Whether the budget stopped the batch: no more jobs start."""
+        return self.budget is not None and self.budget.reached
 
     def counted(self, completion: Completion) -> Completion:
         self.tally.completed(completion)
         return completion
+
+    def ended(self, state: _Prompt, error: BaseException | None) -> None:
+        """A prompt's call is over: a failure counted by its type, an unspent booking given back."""
+        if isinstance(error, APIError):
+            self.tally.failure(type(error).__name__)
+        if state.booked is not None and self.budget is not None:
+            self.budget.release(state.booked)
 
 
 class _Counted(CallHooks):
@@ -348,7 +407,8 @@ class _Counted(CallHooks):
 
     A 429 met the batch's own pace, which the limiter lowers for it (and pauses for its
     Retry-After): it costs no retry, up to ``FORGIVEN_429S`` times per prompt. A sync batch's
-    attempt still waiting when the batch ends is not sent.
+    attempt still waiting when the batch ends is not sent, nor a prompt's first when the budget
+    says no.
     """
 
     def __init__(self, batch: _Batch, prompt: _Prompt, call: CallInfo) -> None:
@@ -356,6 +416,7 @@ class _Counted(CallHooks):
         self.route = None if call.route is None else batch.tally.route(call.route)
         self.tallies = (batch.tally,) if self.route is None else (batch.tally, self.route)
         self.stop = batch.stop
+        self.budget = batch.budget
         self.prompt = prompt
         self.estimate = estimate_tokens(call.prompt, call.params, call.client.API.max_tokens)
         self.forgiven = 0
@@ -364,6 +425,10 @@ class _Counted(CallHooks):
     def before(self) -> None:
         if self.stop.is_set():  # a retry's wait ended after the batch did
             raise _Stopped
+        if self.budget is not None and self.prompt.booked is None:  # the prompt's first attempt
+            if not self.budget.admit(self.estimate):
+                raise _HeldBack
+            self.prompt.booked = self.estimate
         self.sent_at = time.monotonic()
         retry, self.prompt.sent = self.prompt.sent > 0, self.prompt.sent + 1
         for tally in self.tallies:
@@ -379,6 +444,9 @@ class _Counted(CallHooks):
         self._answered()
         if self.route is not None and completion is not None:
             self.route.completed(completion)
+        if self.budget is not None and self.prompt.booked is not None:
+            self.budget.settle(self.prompt.booked, self._used(completion))
+            self.prompt.booked = None
 
     def _used(self, completion: Completion | None) -> int:
         """The tokens a success used (as reported, else the estimate)."""
@@ -399,7 +467,7 @@ class _Counted(CallHooks):
 
     def finished(self, error: BaseException | None) -> None:
         if self.route is not None and isinstance(error, APIError):
-            self.route.add("failed")
+            self.route.failure(type(error).__name__)
 
 
 class _Paced(_Counted):
@@ -491,13 +559,16 @@ class _Window(Generic[F]):
             yield self._pending.pop(future), future
 
 
-def _result(index: int, future: _Pending, keep: bool) -> BatchResult:
+def _result(batch: _Batch, index: int, future: _Pending, keep: bool) -> BatchResult | None:
+    """The job's result; None for a prompt the budget held back (it has none: it was not sent)."""
     try:
-        return BatchResult(index, completion=future.result())
+        return batch.result(index, completion=future.result())
+    except _HeldBack:
+        return None
     except APIError as exc:
         if not keep:
             raise
-        return BatchResult(index, error=exc)
+        return batch.result(index, error=exc)
     except (TypeError, ValueError) as exc:  # refused before sending: say which prompt
         if type(exc) in (TypeError, ValueError) and exc.args and isinstance(exc.args[0], str):
             exc.args = (f"{exc.args[0]} (the prompt at index {index})", *exc.args[1:])
@@ -508,14 +579,21 @@ class _Stopped(BaseException):
     """The batch ended while this request was waiting for its turn (like a cancelled task: no failure)."""
 
 
+class _HeldBack(BaseException):
+    """The budget said no to this prompt as it was about to be sent: no request, no result."""
+
+
 def _complete(batch: _Batch, job: Job) -> Completion:
     """One prompt in a worker thread: its ``complete``, paced and counted by the batch's hooks."""
-    prompt, kwargs = batch.call(job)
+    complete, prompt, kwargs, state = batch.call(job)
+    error: BaseException | None = None
     try:
-        return batch.counted(batch.complete(prompt, **kwargs))
-    except APIError:
-        batch.tally.add("failed")
+        return batch.counted(complete(prompt, **kwargs))
+    except BaseException as exc:
+        error = exc
         raise
+    finally:
+        batch.ended(state, error)
 
 
 class _Workers:
@@ -571,7 +649,11 @@ def _run(
     batch.tally.start()
     try:
         while True:
-            while len(window) < concurrency and (job := next(pending_jobs, None)) is not None:
+            while (
+                len(window) < concurrency
+                and not batch.held_back()
+                and (job := next(pending_jobs, None)) is not None
+            ):
                 future = workers.submit(_checked(job))
                 future.add_done_callback(finished.put)
                 window.add(future, job[0])
@@ -579,7 +661,8 @@ def _run(
                 return
             finished.get()  # one more has finished (or one already handed back: then this round yields none)
             for index, future in window.pop_done():
-                yield _result(index, future, keep)
+                if (result := _result(batch, index, future, keep)) is not None:
+                    yield result
     finally:
         batch.tally.end()
         batch.stop.set()
@@ -588,12 +671,15 @@ def _run(
 
 async def _acomplete(batch: _Batch, job: Job) -> Completion:
     """One prompt as a task: its ``complete``, paced and counted by the batch's hooks."""
-    prompt, kwargs = batch.call(job)
+    complete, prompt, kwargs, state = batch.call(job)
+    error: BaseException | None = None
     try:
-        return batch.counted(await batch.complete(prompt, **kwargs))
-    except APIError:
-        batch.tally.add("failed")
+        return batch.counted(await complete(prompt, **kwargs))
+    except BaseException as exc:
+        error = exc
         raise
+    finally:
+        batch.ended(state, error)
 
 
 async def _arun(
@@ -608,7 +694,7 @@ async def _arun(
     batch.tally.start()
     try:
         while True:
-            while len(window) < concurrency:
+            while len(window) < concurrency and not batch.held_back():
                 job = await anext(jobs, None) if isinstance(jobs, AsyncGenerator) else next(jobs, None)
                 if job is None:
                     break
@@ -619,7 +705,8 @@ async def _arun(
                 return
             await finished.get()
             for index, task in window.pop_done():
-                yield _result(index, task, keep)
+                if (result := _result(batch, index, task, keep)) is not None:
+                    yield result
     finally:
         batch.tally.end()
         tasks = list(window)

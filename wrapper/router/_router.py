@@ -6,9 +6,10 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
+import functools
 import threading
 import time
-from collections.abc import AsyncGenerator, AsyncIterable, Generator, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterable, Awaitable, Callable, Generator, Iterable, Mapping
 from typing import Any, ClassVar, Self, Unpack
 
 from wrapper import (
@@ -25,10 +26,19 @@ from wrapper import (
     WithRawResponse,
     WithStreamingResponse,
 )
-from wrapper.batch import acomplete_with, complete_with
+from wrapper.batch import (
+    Budget,
+    TargetJob,
+    acomplete_with,
+    afan_out_jobs,
+    afan_out_with,
+    complete_with,
+    fan_out_with,
+)
 from wrapper.errors import APIError
 
 from ._dispatch import OPTIONS, Call, Dispatch, Lane, State, routed
+from ._errors import AllRoutesFailedError
 from ._route import Route, named
 
 __all__ = ["AsyncRouter", "Router", "RouterBase"]
@@ -96,6 +106,17 @@ class RouterBase:
         for lane in self._lanes:
             lane.route.keywords(params)
         return (self.with_options(**options) if options else self), params
+
+    def _pinned(self) -> dict[str, Self]:
+        """This router pinned to each of its routes, by name: a fan-out's targets. Each one's requests go
+        to its route alone, paced by the route's pacer (shared with this router's other calls) and retried
+        on it as ``max_retries`` allows."""
+        pinned = {}
+        for lane in self._lanes:
+            one = copy.copy(self)
+            one._lanes = (lane,)
+            pinned[lane.name] = one
+        return pinned
 
     def _clients(self) -> list[Any]:
         """Each route's client once (routes may share one)."""
@@ -181,13 +202,36 @@ class Router(RouterBase):
         concurrency: int = 16,
         ordered: bool = False,
         return_exceptions: bool = False,
+        budget: Budget | None = None,
         **kwargs: Any,
     ) -> BatchIterator:
         """``complete`` for each prompt, at most ``concurrency`` in flight, each route paced to its own
         limits; as a client's ``complete_many`` otherwise (``.stats.routes`` has each route's figures)."""
         router, params = self._batched(kwargs)
         return complete_with(router.complete, prompts, concurrency=concurrency, ordered=ordered,
-                             return_exceptions=return_exceptions, **params)  # fmt: skip
+                             return_exceptions=return_exceptions, budget=budget, **params)  # fmt: skip
+
+    def fan_out(
+        self,
+        prompts: Iterable[str],
+        *,
+        concurrency: int = 16,
+        ordered: bool = False,
+        return_exceptions: bool = False,
+        budget: Budget | None = None,
+        **kwargs: Any,
+    ) -> BatchIterator:
+        """Every prompt to each route (to compare models or deployments): one result per (prompt, route),
+        ``BatchResult.target`` naming the route, rather than each prompt to one route.
+
+        Each route is paced to its own limits and retries on itself as ``max_retries`` allows; a failure is
+        the route's own error. ``concurrency`` bounds the requests in flight over all routes; ``ordered``
+        gives the results by prompt, then in the routes' order. ``.stats.routes`` has each route's figures.
+        """
+        router, params = self._batched(kwargs)
+        targets = {name: functools.partial(_route_complete, one) for name, one in router._pinned().items()}
+        return fan_out_with(targets, prompts, concurrency=concurrency, ordered=ordered,
+                            return_exceptions=return_exceptions, budget=budget, **params)  # fmt: skip
 
     @property
     def with_raw_response(self) -> WithRawResponse:
@@ -209,6 +253,29 @@ class Router(RouterBase):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _route_complete(pinned: Router, prompt: str, **kwargs: Any) -> Completion:
+    """``complete`` on a router pinned to one route, a failure raised as that route's own error."""
+    try:
+        return pinned.complete(prompt, **kwargs)
+    except AllRoutesFailedError as exc:
+        raise _own(exc) from None
+
+
+async def _aroute_complete(pinned: AsyncRouter, prompt: str, **kwargs: Any) -> Completion:
+    """The async ``_route_complete``."""
+    try:
+        return await pinned.complete(prompt, **kwargs)
+    except AllRoutesFailedError as exc:
+        raise _own(exc) from None
+
+
+def _own(exc: AllRoutesFailedError) -> APIError:
+    """The last error of the one route a request was sent to: a fan-out compares routes, so it is that
+    route's answer (rather than ``AllRoutesFailedError`` summing up one route)."""
+    (error,) = exc.errors.values()
+    return error
 
 
 def _closed(dispatch: Dispatch, call: Call, chunks: CompletionStream | None) -> None:
@@ -283,12 +350,47 @@ class AsyncRouter(RouterBase):
         concurrency: int = 16,
         ordered: bool = False,
         return_exceptions: bool = False,
+        budget: Budget | None = None,
         **kwargs: Any,
     ) -> AsyncBatchIterator:
         """The async ``Router.complete_many``: prompts from an (async) iterable, ``async for`` the results."""
         router, params = self._batched(kwargs)
         return acomplete_with(router.complete, prompts, concurrency=concurrency, ordered=ordered,
-                              return_exceptions=return_exceptions, **params)  # fmt: skip
+                              return_exceptions=return_exceptions, budget=budget, **params)  # fmt: skip
+
+    def fan_out(
+        self,
+        prompts: Iterable[str] | AsyncIterable[str],
+        *,
+        concurrency: int = 16,
+        ordered: bool = False,
+        return_exceptions: bool = False,
+        budget: Budget | None = None,
+        **kwargs: Any,
+    ) -> AsyncBatchIterator:
+        """The async ``Router.fan_out``: every prompt to each route, ``async for`` the results."""
+        router, params = self._batched(kwargs)
+        return afan_out_with(router._targets(), prompts, concurrency=concurrency, ordered=ordered,
+                             return_exceptions=return_exceptions, budget=budget, **params)  # fmt: skip
+
+    def fan_out_jobs(
+        self,
+        jobs: Iterable[TargetJob],
+        *,
+        concurrency: int,
+        ordered: bool = False,
+        return_exceptions: bool = False,
+        budget: Budget | None = None,
+    ) -> AsyncBatchIterator:
+        """``fan_out``'s jobs as they are, each a prompt for one route (named) with its own index and
+        parameters (``wrapper.batch.TargetJob``): the command line's fan-out, which sends a prompt only
+        to the routes that have not answered it yet."""
+        return afan_out_jobs(self._targets(), jobs, concurrency=concurrency, ordered=ordered,
+                             return_exceptions=return_exceptions, budget=budget)  # fmt: skip
+
+    def _targets(self) -> dict[str, Callable[..., Awaitable[Completion]]]:
+        """Each route's own ``complete``, by name: a fan-out's targets."""
+        return {name: functools.partial(_aroute_complete, one) for name, one in self._pinned().items()}
 
     @property
     def with_raw_response(self) -> AsyncWithRawResponse:
