@@ -22,7 +22,7 @@ from .options import Options
 from .raw import RAW, AsyncWithRawResponse, AsyncWithStreamingResponse, RawResponse
 from .retries import Attempts, arun
 from .settings import Settings, checked_http_client
-from .stream_body import DeadlinePassed, Received, in_time
+from .stream_body import DeadlinePassed, Received, awaited_in_time, in_time
 from .transports.base import Request
 from .transports.choice import AsyncTransports
 from .transports.library import HTTPX, Http, chosen, classes, core_name
@@ -128,13 +128,22 @@ class AsyncClient(ClientCore):
                 sent = attempts.bounded(request)
                 transport = self._transports.ready() or await self._transports.pick()
                 started = time.perf_counter()
+                left = attempts.left()
                 try:
-                    reply = await transport.send(sent)
+                    if left == math.inf:
+                        reply = await transport.send(sent)
+                    else:  # the body too: a body trickled a byte at a time would outlast each read's timeout
+                        reply = await awaited_in_time(transport.send(sent), left)
+                except DeadlinePassed:  # not an APIError: the attempt loop lets it through
+                    raise
                 except Exception as exc:
                     raise self._failed(sent, started, exc) from exc
                 return self._result(self._checked(reply, sent, started))
 
-            result = await arun(attempt, attempts)
+            try:
+                result = await arun(attempt, attempts)
+            except DeadlinePassed as exc:  # final: no attempt fits after it
+                raise exc.error(request.as_httpx(), attempts) from exc.__cause__
             if attempts.hooks:
                 await attempts.asucceeded(result.parse() if isinstance(result, RawResponse) else result)
             return cast("Completion", result)  # a RawResponse inside with_raw_response
@@ -175,7 +184,7 @@ class AsyncClient(ClientCore):
                 try:
                     opened = await arun(lambda: self._open(request, attempts), attempts)
                 except DeadlinePassed as exc:  # final: no attempt fits after it
-                    raise exc.error(request.as_httpx(), attempts.retries + 1) from exc.__cause__
+                    raise exc.error(request.as_httpx(), attempts) from exc.__cause__
             response, first, chunks = opened
             if attempts.hooks:
                 await attempts.asucceeded(None)
@@ -185,7 +194,7 @@ class AsyncClient(ClientCore):
                 async for chunk in chunks:
                     yield attempts.chunk(chunk)
             except DeadlinePassed as exc:
-                raise exc.error(response.request, attempts.retries + 1) from exc.__cause__
+                raise exc.error(response.request, attempts) from exc.__cause__
             except Exception as exc:
                 raise self._stream_failed(response, exc, attempts) from exc
             finally:
@@ -234,15 +243,14 @@ class AsyncClient(ClientCore):
             headers = ResponseHeaders(response.headers.raw)
             read = cast("StreamingWire", self._wire).chunk
             async with aclosing(sse.aevents(response)) as events:
-                late = functools.partial(received.too_late, attempts.options.deadline)
-                async for event in in_time(events, deadline, late):
+                async for event in in_time(events, deadline, received.too_late):
                     chunk = read(event, response, headers)
                     if chunk is not None:
                         yield received.add(chunk)
             received.check_complete(response.request)
         except classes("TransportError") as exc:
             if deadline is not None and loop.time() >= deadline:  # a read timed out at it
-                raise received.too_late(attempts.options.deadline) from exc
+                raise received.too_late() from exc
             raise
         finally:
             await response.aclose()

@@ -174,7 +174,7 @@ def body_of(response: httpx.Response) -> Any:
     """The response's JSON, or its text when it is not JSON."""
     try:
         return json.loads(response.content)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than Python's stack allows
         return text_of(response)
 
 
@@ -252,6 +252,8 @@ def json_object(content: bytes | str) -> dict[str, Any]:
         data = _loads(content)
     except ValueError:
         raise Malformed("is not JSON") from None
+    except RecursionError:
+        raise Malformed("is JSON nested too deeply to read") from None
     if not isinstance(data, dict):
         raise Malformed("is not a JSON object")
     return data

@@ -101,9 +101,11 @@ class Attempts:
 
     As a context manager it is the call: its hooks' ``active()`` contexts are entered (but for a
     stream, whose opening enters ``active()`` itself) and ``finished`` is called on the way out.
-    With a ``deadline``, each attempt's timeouts are cut to the time left (``bounded``), and a
-    failure after which no retry fits in it raises ``APITimeoutError`` saying so. The loops count
-    the attempts (``made``); ``gave_up`` words the error they end with.
+    With a ``deadline``, each attempt's timeouts are cut to the time left (``bounded``). A failure
+    whose wait before the next attempt does not fit in what is left is final: it is raised as it is
+    (its status, body and ``Retry-After`` kept), its message saying that the deadline left no room
+    to retry; ``APITimeoutError`` is for an attempt the deadline cut short. The loops count the
+    attempts (``made``); ``gave_up`` words the error they end with.
     """
 
     __slots__ = ("_contexts", "_cut", "_stream", "hooks", "made", "options", "retries", "started")
@@ -188,8 +190,9 @@ class Attempts:
         delay = retry_or_raise(error, retries, max_retries, self.options.retry)
         if not forgiven:
             self.retries += 1
-        if delay >= self.left():
-            raise self._ran_out(error)
+        left = self.left()
+        if delay >= left:
+            raise self._no_room(error, delay, left)
         for hook in self.hooks:
             hook.retrying(error, self.made, delay)
         return delay
@@ -198,22 +201,45 @@ class Attempts:
         """What to raise once ``error`` is final: a timeout the deadline had cut short says that the
         deadline ran out; another connection error says how many attempts were made (``begun``: and
         that a stream that had begun was not retried)."""
-        phase = timeout_phase(error.__cause__)
-        if phase is not None and self._cut is not None:
-            configured = getattr(self.options.timeout, phase)
-            if configured is None or configured > self._cut:
-                return self._ran_out(error)
+        if self._cut_short(error):
+            return self._ran_out(error)
         if isinstance(error, APIConnectionError):
             note = "; a stream that has begun is not retried" if begun else ""
             error.message += f" (after {_attempts(self.made)}{note})"
             error.args = (error.message,)
         return error
 
+    def _cut_short(self, error: APIError) -> bool:
+        """Whether ``error`` is a timeout that ran out at the deadline, before the client's own timeout."""
+        phase = timeout_phase(error.__cause__)
+        if phase is None or self._cut is None:
+            return False
+        configured = getattr(self.options.timeout, phase)
+        return configured is None or configured > self._cut
+
+    def _no_room(self, error: APIError, delay: float, left: float) -> APIError:
+        """``error``, final since the wait before a retry (``delay``) does not fit in what the deadline
+        has ``left``: its message says so (unless the deadline cut it short: ``gave_up`` says that)."""
+        if not self._cut_short(error):
+            error.message += (
+                f"; the call's deadline of {self.options.deadline:g} s left no room to retry "
+                f"({max(left, 0.0):.2f} s left, {delay:.2f} s to wait before the next attempt)"
+            )
+            error.args = (error.message,)
+        return error
+
+    def ran_out(self, after: str, where: str = "") -> str:
+        """What an ``APITimeoutError`` says when the deadline passed during the call (``where``, e.g.
+        "before the response was complete, "), ``after`` what, and the time the call took."""
+        elapsed = time.monotonic() - self.started
+        return (
+            f"the call's deadline of {self.options.deadline or 0.0:g} s ran out {where}after {after} "
+            f"({elapsed:.2f} s elapsed)"
+        )
+
     def _ran_out(self, error: APIError) -> APITimeoutError:
         timeout = APITimeoutError(
-            f"the call's deadline of {self.options.deadline:g} s ran out after {_attempts(self.made)}; "
-            f"the last failed with: {error}",
-            request=error.request,
+            f"{self.ran_out(_attempts(self.made))}; the last failed with: {error}", request=error.request
         )
         timeout.__cause__ = error
         return timeout

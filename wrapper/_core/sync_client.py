@@ -22,8 +22,8 @@ from .raw import RAW, RawResponse, WithRawResponse, WithStreamingResponse
 from .retries import Attempts, run
 from .settings import Settings, checked_http_client
 from .stream_body import DeadlinePassed, Received, Watchdog
-from .transports.base import Request
-from .transports.httpx_transport import HttpxTransport
+from .transports.base import Reply, Request
+from .transports.httpx_transport import HttpxTransport, reply_of
 from .transports.library import Http, classes
 from .transports.network import checked_limits, proxy_in_env, ssl_context
 from .transports.sync_pool import CheckoutTransport
@@ -107,15 +107,41 @@ class SyncClient(ClientCore):
                 sent = attempts.bounded(request)
                 started = time.perf_counter()
                 try:
-                    reply = self._transport.send(sent)
+                    reply = self._send(sent, attempts)
+                except DeadlinePassed:  # not an APIError: the attempt loop lets it through
+                    raise
                 except Exception as exc:
                     raise self._failed(sent, started, exc) from exc
                 return self._result(self._checked(reply, sent, started))
 
-            result = run(attempt, attempts)
+            try:
+                result = run(attempt, attempts)
+            except DeadlinePassed as exc:  # final: no attempt fits after it
+                raise exc.error(request.as_httpx(), attempts) from exc.__cause__
             if attempts.hooks:
                 attempts.succeeded(result.parse() if isinstance(result, RawResponse) else result)
             return cast("Completion", result)  # a RawResponse inside with_raw_response
+
+    def _send(self, request: Request, attempts: Attempts) -> Reply:
+        """The reply to ``request``, its body read before the call's deadline (else ``DeadlinePassed``):
+        httpcore times each read, so a body trickled a byte at a time, or chunked without end, would
+        outlast it; a ``Watchdog`` shuts the socket down when it passes."""
+        if attempts.left() == math.inf:
+            return self._transport.send(request)
+        response = self._transport.stream(request, None)
+        watchdog = Watchdog(response, attempts.left())
+        try:
+            response.read()
+        except classes("TransportError") as exc:
+            if watchdog.fired:
+                raise DeadlinePassed() from exc
+            raise
+        finally:
+            watchdog.stop()
+            response.close()
+        if watchdog.fired:  # a body that ends with its connection ended there: cut short
+            raise DeadlinePassed()
+        return reply_of(response)
 
     def _stream(self, model: str, prompt: str, kwargs: Mapping[str, Any]) -> CompletionStream:
         """The stream of a call (arguments checked now, the request sent on the first ``next()``)."""
@@ -153,14 +179,14 @@ class SyncClient(ClientCore):
                 try:
                     response, first, chunks = run(lambda: self._open(request, attempts), attempts)
                 except DeadlinePassed as exc:  # final: no attempt fits after it
-                    raise exc.error(request.as_httpx(), attempts.retries + 1) from exc.__cause__
+                    raise exc.error(request.as_httpx(), attempts) from exc.__cause__
             attempts.succeeded(None)
             try:
                 yield response
                 yield attempts.chunk(first)
                 yield from map(attempts.chunk, chunks) if attempts.hooks else chunks
             except DeadlinePassed as exc:
-                raise exc.error(response.request, attempts.retries + 1) from exc.__cause__
+                raise exc.error(response.request, attempts) from exc.__cause__
             except Exception as exc:
                 raise self._stream_failed(response, exc, attempts) from exc
             finally:
@@ -207,14 +233,14 @@ class SyncClient(ClientCore):
             read = cast("StreamingWire", self._wire).chunk
             for event in sse.events(response):
                 if deadline is not None and time.monotonic() >= deadline:  # also where no watchdog runs
-                    raise received.too_late(attempts.options.deadline)
+                    raise received.too_late()
                 chunk = read(event, response, headers)
                 if chunk is not None:
                     yield received.add(chunk)
             received.check_complete(response.request)
         except classes("TransportError"):
             if deadline is not None and time.monotonic() >= deadline:  # the watchdog shut the socket
-                raise received.too_late(attempts.options.deadline) from None  # not the shutdown's error
+                raise received.too_late() from None  # not the shutdown's error
             raise
         finally:
             watchdog.stop()
