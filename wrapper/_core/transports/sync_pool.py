@@ -164,11 +164,21 @@ def _sweep(pool: weakref.ref[CheckoutTransport]) -> None:
 
 
 def _expired(transport: httpx.HTTPTransport) -> bool:
-    """Whether an idle transport's connection is of no more use: closed, closed by the server (its socket
-    readable while idle), or idle for longer than the keep-alive expiry (httpcore's ``has_expired``)."""
+    """Whether an idle transport's connection is of no more use: closed, idle for longer than the
+    keep-alive expiry (httpcore's ``has_expired``), or closed by the server (its socket readable while
+    idle: httpcore's ``has_expired`` says so too, httpcore2's only checks it when a request comes)."""
     return all(
-        connection.is_closed() or connection.has_expired() for connection in transport._pool.connections
+        connection.is_closed() or connection.has_expired() or _readable_while_idle(connection)
+        for connection in transport._pool.connections
     )
+
+
+def _readable_while_idle(connection: object) -> bool:
+    """True if ``connection`` (httpcore's) is idle and its socket readable: the server closed it."""
+    http11 = getattr(connection, "_connection", None)  # None before it connects, or on HTTP/2
+    stream = getattr(http11, "_network_stream", None)
+    idle = getattr(http11, "is_idle", None)
+    return stream is not None and idle is not None and idle() and bool(stream.get_extra_info("is_readable"))
 
 
 class _GiveBackOnClose(httpx.SyncByteStream):
