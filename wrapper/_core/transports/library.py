@@ -94,10 +94,9 @@ def httpx2() -> Http:
     """httpx2, imported now; ``ModuleNotFoundError`` naming the extra to install if it is not installed."""
     try:
         return cast(Http, importlib.import_module("httpx2"))
-    except ImportError:
-        raise ModuleNotFoundError(
-            "httpx2 is not installed: pip install 'completion-clients[httpx2]'", name="httpx2"
-        ) from None
+    except ImportError:  # no package index has completion-clients: name the extra's package itself
+        hint = "httpx2 is not installed: pip install 'httpx2' (the httpx2 extra)"
+        raise ModuleNotFoundError(hint, name="httpx2") from None
 
 
 def loaded() -> tuple[Http, ...]:
