@@ -36,6 +36,8 @@ from wrapper._core.wires.scale import ScaleWire
 from wrapper.apis import Api, Credential
 
 if TYPE_CHECKING:
+    import httpx2
+
     from wrapper._core.hooks import HookFactory
     from wrapper._core.options import RequestOptions, RetryPolicy
     from wrapper._core.streams import AsyncCompletionStream, CompletionStream
@@ -109,8 +111,8 @@ class Scale(SyncClient):
         deadline: float | None = None,
         stream_idle_timeout: float | None = None,
         hooks: Sequence[HookFactory] = (),
-        http_client: httpx.Client | None = None,
-        limits: httpx.Limits | None = None,
+        http_client: httpx.Client | httpx2.Client | None = None,
+        limits: httpx.Limits | httpx2.Limits | None = None,
         default_headers: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(
@@ -203,8 +205,8 @@ class AsyncScale(AsyncClient):
         deadline: float | None = None,
         stream_idle_timeout: float | None = None,
         hooks: Sequence[HookFactory] = (),
-        http_client: httpx.AsyncClient | None = None,
-        limits: httpx.Limits | None = None,
+        http_client: httpx.AsyncClient | httpx2.AsyncClient | None = None,
+        limits: httpx.Limits | httpx2.Limits | None = None,
         default_headers: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(

@@ -1,8 +1,10 @@
-"""The async clients: requests through aiohttp or httpx (``transports.choice.AsyncTransports``), one
-attempt loop (``retries.arun``) for ``complete`` and for a stream's opening."""
+"""The async clients: requests through aiohttp or httpx (or httpx2: ``transports.choice.AsyncTransports``),
+one attempt loop (``retries.arun``) for ``complete`` and for a stream's opening."""
 
 from __future__ import annotations
 
+import functools
+import importlib
 import math
 import time
 from collections.abc import AsyncGenerator, Mapping
@@ -23,9 +25,12 @@ from .settings import Settings, checked_http_client
 from .stream_body import DeadlinePassed, Received, awaited_in_time, in_time
 from .transports.base import Request
 from .transports.choice import AsyncTransports
+from .transports.library import HTTPX, Http, chosen, classes, core_name
 from .transports.network import checked_limits, proxy_in_env, ssl_context, user_agent
 
 if TYPE_CHECKING:
+    import httpx2
+
     from .results import Completion, CompletionChunk
     from .streams import AsyncCompletionStream
     from .wires import StreamingWire, Wire
@@ -33,21 +38,28 @@ if TYPE_CHECKING:
 __all__ = ["AsyncClient", "load_ahead"]
 
 
-def load_ahead() -> None:
+def load_ahead(library: Http | None = None) -> None:
     """Load now what building an async client and its first call would otherwise load inside the event
     loop, where a web app builds its clients (its lifespan): aiohttp (170 modules, 0.13 s), httpx's
     anyio backend, the default pools' TLS context (a CA bundle: 25 to 45 ms) and the User-Agent (the
     package's metadata: 15 to 40 ms); asyncio's debug mode reported the first client's 0.39 s.
 
-    Each API module calls it as it is imported; the modules and the two values load once per process.
+    Each API module calls it as it is imported, for the library ``COMPLETION_CLIENTS_HTTP`` names then
+    (httpx if it names none it can load: the client's build says why); a client calls it for its own
+    library (httpx2's, given an ``httpx2.AsyncClient``). What is loaded stays: later calls cost nothing.
     """
+    if library is None:
+        try:
+            library = chosen()
+        except (ValueError, ImportError):
+            library = HTTPX
     import anyio._backends._asyncio  # noqa: F401  (what anyio.connect_tcp imports)
-    import httpcore._backends.anyio  # noqa: F401  (what httpcore's AutoBackend imports)
 
     from .transports import aiohttp_transport  # noqa: F401
 
-    ssl_context()
-    user_agent()
+    importlib.import_module(f"{core_name(library)}._backends.anyio")  # what httpcore's AutoBackend imports
+    ssl_context(library)
+    user_agent(library)
 
 
 class AsyncClient(ClientCore):
@@ -60,16 +72,22 @@ class AsyncClient(ClientCore):
         self,
         wire: Wire,
         settings: Settings,
-        http_client: httpx.AsyncClient | None,
-        limits: httpx.Limits | None,
+        http_client: httpx.AsyncClient | httpx2.AsyncClient | None,
+        limits: httpx.Limits | httpx2.Limits | None,
         default_headers: Mapping[str, str] | None,
         options: Mapping[str, Any],
     ) -> None:
-        limits = checked_limits(limits, checked_http_client(http_client, httpx.AsyncClient))
-        super().__init__(wire, settings, default_headers, dict(options))
-        warn_if_insecure(self._base_url, http_client)
+        library = checked_http_client(http_client, asynchronous=True)
+        limits = checked_limits(limits, http_client)
+        super().__init__(wire, settings, library, default_headers, dict(options))
+        warn_if_insecure(self._base_url, cast("httpx.AsyncClient | None", http_client))
+        load_ahead(library)
         self._transports = transports = AsyncTransports(
-            http_client, limits=limits, verify=ssl_context, proxy=proxy_in_env()
+            cast("httpx.AsyncClient | None", http_client),  # httpx2's has httpx's API
+            library=library,
+            limits=limits,
+            verify=functools.partial(ssl_context, library),
+            proxy=proxy_in_env(),
         )
         self._pool_closed = lambda: transports.closed
 
@@ -230,7 +248,7 @@ class AsyncClient(ClientCore):
                     if chunk is not None:
                         yield received.add(chunk)
             received.check_complete(response.request)
-        except httpx.TransportError as exc:
+        except classes("TransportError") as exc:
             if deadline is not None and loop.time() >= deadline:  # a read timed out at it
                 raise received.too_late() from exc
             raise

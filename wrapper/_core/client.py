@@ -33,6 +33,7 @@ from .redact import redacted_headers, redacted_url
 from .retries import Attempts
 from .settings import Settings, checked_base_url
 from .transports.base import ClientClosedError, Reply, Request, encode_json
+from .transports.library import Http, classes
 from .transports.network import checked_headers, user_agent
 from .validate import check_encodable
 
@@ -79,6 +80,7 @@ class ClientCore:
         self,
         wire: Wire,
         settings: Settings,
+        library: Http,
         default_headers: Mapping[str, str] | None,
         options: dict[str, Any],
     ) -> None:
@@ -86,8 +88,9 @@ class ClientCore:
 
         setup_logging(self.API.log_env)
         self._wire = wire
+        self._library = library
         self._base_url = checked_base_url(settings.base_url, self.API)
-        self._headers = {"User-Agent": user_agent(), **checked_headers(default_headers)}
+        self._headers = {"User-Agent": user_agent(library), **checked_headers(default_headers)}
         self._credentials = settings.headers
         self._options = Options(checked_timeout(options.pop("timeout")), 0, hooks=self.HOOKS).merged(options)
 
@@ -173,7 +176,7 @@ class ClientCore:
         headers = {**self._headers, **options.extra_headers, **self._credentials, **kwargs["headers"]}
         if streams:
             headers["Accept"] = "text/event-stream"
-        return Request(kwargs["method"].upper(), url, headers, content, options.timeout)
+        return Request(kwargs["method"].upper(), url, headers, content, options.timeout, self._library)
 
     def _batched(self, kwargs: Mapping[str, Any]) -> tuple[Self, dict[str, Any]]:
         """For ``complete_many``: this client with the call's options, and the parameters for each prompt."""
@@ -230,7 +233,7 @@ class ClientCore:
         if isinstance(exc, APIStatusError):  # an error event
             return requested(exc)
         idle = options.stream_idle_timeout
-        if isinstance(exc, httpx.ReadTimeout) and idle is not None:
+        if isinstance(exc, classes("ReadTimeout")) and idle is not None:
             return APITimeoutError(
                 f"the stream sent nothing for {idle:g} s (stream_idle_timeout)", request=response.request
             )

@@ -15,18 +15,23 @@ import json
 import math
 import random
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, cast
 
 import httpx
 
 from wrapper._generated.exceptions import APIConnectionError, APIStatusError
 
 from .hooks import HookFactory
+from .transports.library import classes
 from .transports.network import checked_headers
+
+if TYPE_CHECKING:
+    import httpx2
 
 __all__ = ["DEFAULT_STATUSES", "NAMES", "Options", "RequestOptions", "RetryPolicy", "Timeout", "split"]
 
-Timeout = float | httpx.Timeout | None
+Timeout: TypeAlias = "float | httpx.Timeout | httpx2.Timeout | None"
+"""Each attempt's timeouts: seconds (None: no limit), or an ``httpx.Timeout`` (an ``httpx2.Timeout``)."""
 Query = Mapping[str, str | int | float | bool]
 
 
@@ -149,14 +154,16 @@ def _positive(value: object) -> bool:
 
 
 def checked_timeout(timeout: object) -> httpx.Timeout:
-    """``timeout`` as an ``httpx.Timeout``; ``ValueError`` unless None, a number > 0 or an httpx.Timeout."""
-    if isinstance(timeout, httpx.Timeout):
-        for name, value in timeout.as_dict().items():
+    """``timeout`` as an ``httpx.Timeout``; ``ValueError`` unless None, a number > 0 or an httpx.Timeout
+    (or an httpx2.Timeout, taken as the same)."""
+    if isinstance(timeout, classes("Timeout")):
+        phases = timeout.as_dict()
+        for name, value in phases.items():
             if value is not None and not _positive(value):
                 raise ValueError(
                     f"timeout: httpx.Timeout's {name} must be None or a number > 0; got {value!r}"
                 )
-        return timeout
+        return timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(**phases)
     if timeout is not None and not _positive(timeout):
         raise ValueError(
             f"timeout must be None (no limit), a number of seconds > 0 or an httpx.Timeout; got {timeout!r}"

@@ -1,5 +1,6 @@
-"""The sync clients: requests through an ``httpx.Client`` (``transports.httpx_transport``), one attempt
-loop (``retries.run``) for ``complete`` and for a stream's opening."""
+"""The sync clients: requests through an ``httpx.Client`` or an ``httpx2.Client``
+(``transports.httpx_transport``), one attempt loop (``retries.run``) for ``complete`` and for a stream's
+opening."""
 
 from __future__ import annotations
 
@@ -23,10 +24,13 @@ from .settings import Settings, checked_http_client
 from .stream_body import DeadlinePassed, Received, Watchdog
 from .transports.base import Reply, Request
 from .transports.httpx_transport import HttpxTransport, reply_of
+from .transports.library import Http, classes
 from .transports.network import checked_limits, proxy_in_env, ssl_context
 from .transports.sync_pool import CheckoutTransport
 
 if TYPE_CHECKING:
+    import httpx2
+
     from .results import Completion, CompletionChunk
     from .streams import CompletionStream
     from .wires import StreamingWire, Wire
@@ -34,34 +38,36 @@ if TYPE_CHECKING:
 __all__ = ["SyncClient"]
 
 
-def _own_pool(limits: httpx.Limits) -> httpx.Client:
-    """A sync client's own pool: the checkout transport, unless a proxy is configured in the environment
-    (httpx applies the environment's proxies only to a pool of its own making)."""
-    context = ssl_context()
-    transport = None if proxy_in_env() else CheckoutTransport(limits, context)
-    return httpx.Client(transport=transport, limits=limits, verify=context, trust_env=True)
+def _own_pool(library: Http, limits: httpx.Limits) -> httpx.Client:
+    """A sync client's own pool, on ``library``: the checkout transport, unless a proxy is configured in
+    the environment (httpx applies the environment's proxies only to a pool of its own making)."""
+    context = ssl_context(library)
+    transport = None if proxy_in_env() else CheckoutTransport(limits, context, library)
+    return library.Client(transport=transport, limits=limits, verify=context, trust_env=True)
 
 
 class SyncClient(ClientCore):
-    """A client over an ``httpx.Client``: closes it on ``close()`` or leaving a ``with`` block."""
+    """A client over an ``httpx.Client`` (or ``httpx2.Client``): closes it on ``close()`` or leaving a
+    ``with`` block."""
 
     def __init__(
         self,
         wire: Wire,
         settings: Settings,
-        http_client: httpx.Client | None,
-        limits: httpx.Limits | None,
+        http_client: httpx.Client | httpx2.Client | None,
+        limits: httpx.Limits | httpx2.Limits | None,
         default_headers: Mapping[str, str] | None,
         options: Mapping[str, Any],
     ) -> None:
-        limits = checked_limits(limits, checked_http_client(http_client, httpx.Client))
-        super().__init__(wire, settings, default_headers, dict(options))
-        warn_if_insecure(self._base_url, http_client)
+        library = checked_http_client(http_client, asynchronous=False)
+        limits = checked_limits(limits, http_client)
+        super().__init__(wire, settings, library, default_headers, dict(options))
+        warn_if_insecure(self._base_url, cast("httpx.Client | None", http_client))
         if http_client is None:
-            own = functools.partial(_own_pool, limits)
+            own = functools.partial(_own_pool, library, limits)
             self._transport = transport = HttpxTransport(own(), own)
         else:
-            self._transport = transport = HttpxTransport(http_client)
+            self._transport = transport = HttpxTransport(cast("httpx.Client", http_client))  # httpx's API
         self._pool_closed = lambda: transport.client.is_closed
 
     def close(self) -> None:
@@ -126,7 +132,7 @@ class SyncClient(ClientCore):
         watchdog = Watchdog(response, attempts.left())
         try:
             response.read()
-        except httpx.TransportError as exc:
+        except classes("TransportError") as exc:
             if watchdog.fired:
                 raise DeadlinePassed() from exc
             raise
@@ -232,7 +238,7 @@ class SyncClient(ClientCore):
                 if chunk is not None:
                     yield received.add(chunk)
             received.check_complete(response.request)
-        except httpx.TransportError:
+        except classes("TransportError"):
             if deadline is not None and time.monotonic() >= deadline:  # the watchdog shut the socket
                 raise received.too_late() from None  # not the shutdown's error
             raise

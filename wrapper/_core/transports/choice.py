@@ -1,7 +1,8 @@
 """An async client's choice of transport, made in one place (``AsyncTransports.pick``) on every call:
 the user's ``http_client`` if given; else httpx when a proxy is configured or something watches httpx
 (a mock, a tracer: ``network.httpx_is_watched``); else aiohttp, which is several times faster under
-concurrency. The client's own pools are opened per event loop (``loop_pools``).
+concurrency. The client's own pools are opened per event loop (``loop_pools``). On httpx2 (the
+``library`` of the client's own pools), "httpx" reads httpx2 throughout.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import httpx
 
 from .base import AsyncTransport, ClientClosedError
 from .httpx_transport import AsyncHttpxTransport
+from .library import Http
 from .loop_pools import PerLoop
 from .network import httpx_is_watched
 
@@ -28,19 +30,22 @@ class AsyncTransports:
     """An async client's transports, and the choice between them on each call (``pick``).
 
     With ``http_client`` given, always that client. Otherwise the client's own pools, one of each
-    kind per event loop, built with ``limits`` and ``verify``: httpx when ``proxy`` (configured in
-    the environment when the client was built) or while a mock or tracer watches httpx, else aiohttp.
+    kind per event loop, built with ``limits`` and ``verify`` on ``library``: httpx when ``proxy``
+    (configured in the environment when the client was built) or while a mock or tracer watches
+    ``library``, else aiohttp.
     """
 
     def __init__(
         self,
         http_client: httpx.AsyncClient | None,
         *,
+        library: Http,
         limits: httpx.Limits,
         verify: Callable[[], ssl.SSLContext],
         proxy: bool,
     ) -> None:
         self._user = None if http_client is None else AsyncHttpxTransport(http_client)
+        self._library = library
         self._proxy = proxy
         self._lock = threading.Lock()
         self._closed = False
@@ -48,12 +53,12 @@ class AsyncTransports:
             verify()  # the pools' TLS context, loaded now (it is cached): a CA bundle takes tens of ms
 
         def own_httpx() -> AsyncHttpxTransport:
-            return AsyncHttpxTransport(httpx.AsyncClient(limits=limits, verify=verify(), trust_env=True))
+            return AsyncHttpxTransport(library.AsyncClient(limits=limits, verify=verify(), trust_env=True))
 
         def own_aiohttp() -> AiohttpTransport:
             from .aiohttp_transport import AiohttpTransport  # loaded ahead (async_client.load_ahead)
 
-            return AiohttpTransport(verify(), limits)
+            return AiohttpTransport(verify(), limits, library)
 
         self._httpx: PerLoop[AsyncHttpxTransport] = PerLoop(own_httpx)
         self._aiohttp: PerLoop[AiohttpTransport] = PerLoop(own_aiohttp)
@@ -68,7 +73,7 @@ class AsyncTransports:
             raise ClientClosedError("the client is closed: build a new one to make more calls")
         if self._user is not None:
             return self._user
-        return self._httpx if self._proxy or httpx_is_watched() else self._aiohttp
+        return self._httpx if self._proxy or httpx_is_watched(self._library) else self._aiohttp
 
     def ready(self) -> AsyncTransport | None:
         """``pick()``'s transport when no waiting is needed (its pool is open in this loop), else None."""

@@ -1,11 +1,13 @@
 """Requests through httpx: ``HttpxTransport`` (the sync clients') and ``AsyncHttpxTransport`` (an async
 client's when it was given an ``http_client``, a proxy is configured, or a mock or tracer watches httpx).
 httpx's own transport, auth, event hooks and default headers apply; a connection with bytes left over
-after its response is not pooled (``reuse``).
+after its response is not pooled (``reuse``). An httpx2 client is used alike: the same API, and the
+responses and errors it gives are its own.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import weakref
 from collections.abc import Callable
@@ -14,15 +16,32 @@ import httpx
 
 from . import fork
 from .base import Reply, Request
+from .library import Http, also
 from .reuse import AsyncSettled, Settled
 
 __all__ = ["AsyncHttpxTransport", "HttpxTransport", "reply_of"]
 
 
+@functools.lru_cache(maxsize=256)
+def _url(library: Http, url: str) -> httpx.URL:
+    """``url`` parsed by ``library`` once: a client calls the same few URLs, and parsing one costs a
+    quarter of httpx's ``build_request`` (a ``URL`` is immutable, so it is shared)."""
+    return library.URL(url)
+
+
 def _built(client: httpx.Client | httpx.AsyncClient, request: Request) -> httpx.Request:
-    """``request`` as ``client`` builds it: with its default headers, cookies and query parameters."""
+    """``request`` as ``client`` builds it: with its default headers, cookies and query parameters.
+
+    The timeouts go as a tuple, which httpx and httpx2 both take (an ``httpx.Timeout`` is not an
+    ``httpx2.Timeout``).
+    """
+    timeout = request.timeout
     return client.build_request(
-        request.method, request.url, content=request.content, headers=request.headers, timeout=request.timeout
+        request.method,
+        _url(request.library, request.url),
+        content=request.content,
+        headers=request.headers,
+        timeout=(timeout.connect, timeout.read, timeout.write, timeout.pool),
     )
 
 
@@ -82,8 +101,9 @@ class HttpxTransport:
         """The response, its body to read: a connection with bytes left over after it is not pooled."""
         client = self._client()
         response = client.send(_built(client, request), stream=True, follow_redirects=False)
-        assert isinstance(response.stream, httpx.SyncByteStream)
-        response.stream = Settled(response.stream)
+        streams = request.library.SyncByteStream  # httpx2's responses read only httpx2's streams
+        assert isinstance(response.stream, streams)
+        response.stream = also(Settled, streams)(response.stream)
         return _idle(response, idle)
 
     def close(self) -> None:
@@ -111,8 +131,9 @@ class AsyncHttpxTransport:
     async def stream(self, request: Request, idle: float | None) -> httpx.Response:
         """The response, its body to read: a connection with bytes left over after it is not pooled."""
         response = await self.client.send(_built(self.client, request), stream=True, follow_redirects=False)
-        assert isinstance(response.stream, httpx.AsyncByteStream)
-        response.stream = AsyncSettled(response.stream)
+        streams = request.library.AsyncByteStream
+        assert isinstance(response.stream, streams)
+        response.stream = also(AsyncSettled, streams)(response.stream)
         return _idle(response, idle)
 
     async def aclose(self) -> None:

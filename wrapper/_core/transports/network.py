@@ -1,5 +1,5 @@
-"""How the clients meet the network: pool limits, TLS context, proxies, User-Agent, header checks, and
-whether something (a mock, a tracer) is watching httpx's transports.
+"""How the clients meet the network: pool limits, TLS contexts, proxies, User-Agent, header checks, and
+whether something (a mock, a tracer) is watching httpx's (or httpx2's) transports.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import httpx
+
+from .library import HTTPX, Http, classes, core_name
 
 if TYPE_CHECKING:
     import ssl
@@ -35,26 +37,42 @@ up to 1000 idle ones kept for the next requests of a large batch."""
 
 
 @functools.cache
-def user_agent() -> str:
-    """``completion-clients/<version> httpx/<version>``, sent on every request, whichever the path."""
+def user_agent(library: Http = HTTPX) -> str:
+    """``completion-clients/<version> httpx/<version>`` (``httpx2/<version>`` on httpx2), sent on every
+    request, whichever the path."""
     from importlib.metadata import PackageNotFoundError, version  # not at import: it costs a few ms
 
     try:
         ours = version("completion-clients")
     except PackageNotFoundError:  # run from a checkout that was never installed
         ours = "0"
-    return f"completion-clients/{ours} httpx/{httpx.__version__}"
+    return f"completion-clients/{ours} {library.__name__}/{library.__version__}"
 
 
-def ssl_context() -> ssl.SSLContext:
-    """The TLS context of the default pools: httpx's, honouring ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``."""
-    return _ssl_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+def ssl_context(library: Http = HTTPX, *, http1: bool = True, http2: bool = False) -> ssl.SSLContext:
+    """A TLS context of ``library``'s defaults, honouring ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``, shared by
+    the pools of the same library and HTTP versions.
+
+    httpcore sets the ALPN protocols of the context it is given on each connection, ``h2`` among them
+    with ``http2=True``: a context shared with an HTTP/2 client would make every other pool offer h2
+    (and an h2 server's first frame then read as a garbled HTTP/1.1 status line). So each setting of
+    ``http1``/``http2`` has its own context; HTTP/1.1's offers ``http/1.1`` alone from the start, as
+    aiohttp's connections, which set no ALPN, must.
+    """
+    return _ssl_context(
+        library, http1, http2, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
+    )
 
 
-@functools.lru_cache(maxsize=4)
-def _ssl_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
-    """One context per CA setting: loading a CA bundle costs tens of milliseconds."""
-    return httpx.create_ssl_context(trust_env=True)
+@functools.lru_cache(maxsize=16)
+def _ssl_context(
+    library: Http, http1: bool, http2: bool, cert_file: str | None, cert_dir: str | None
+) -> ssl.SSLContext:
+    """One context per library, HTTP versions and CA setting: loading a CA bundle costs tens of ms."""
+    context = library.create_ssl_context()
+    if not http2:
+        context.set_alpn_protocols(["http/1.1"])
+    return context
 
 
 def proxy_in_env() -> bool:
@@ -64,22 +82,32 @@ def proxy_in_env() -> bool:
 
 
 _HOOKS = (
-    ("httpx", "AsyncHTTPTransport", "handle_async_request"),  # pytest-httpx
-    ("httpcore", "AsyncConnectionPool", "handle_async_request"),  # respx, OpenTelemetry
-    ("httpx", "AsyncClient", "_transport_for_url"),  # respx's other mocker
-    ("httpx", "AsyncClient", "send"),  # Sentry
+    ("", "AsyncHTTPTransport", "handle_async_request"),  # pytest-httpx, httpx2-pytest
+    ("core", "AsyncConnectionPool", "handle_async_request"),  # respx, pytest-httpx2, OpenTelemetry
+    ("", "AsyncClient", "_transport_for_url"),  # respx's other mocker
+    ("", "AsyncClient", "send"),  # Sentry
 )
-"""The functions that HTTP mocks and httpx instrumentations replace to see requests."""
+"""The functions that HTTP mocks and instrumentations replace to see requests: in httpx (httpx2), or in
+its httpcore ("core": httpcore, httpcore2)."""
 _originals: dict[tuple[str, str, str], object] = {}
 
 
-def httpx_is_watched() -> bool:
-    """True when a mock or an instrumentation has replaced one of httpx's (or httpcore's) transport functions.
+@functools.cache
+def _hooks(library: Http) -> tuple[tuple[str, str, str], ...]:
+    """``_HOOKS`` of ``library``: (module name, class, function)."""
+    return tuple(
+        (core_name(library) if where else library.__name__, cls, function) for where, cls, function in _HOOKS
+    )
+
+
+def httpx_is_watched(library: Http = HTTPX) -> bool:
+    """True when a mock or an instrumentation has replaced one of ``library``'s (or its httpcore's)
+    transport functions.
 
     Each is compared with the original captured the first time its module was seen (httpx's at import);
     a module not imported yet cannot have been patched, and is not imported here (httpcore is slow to).
     """
-    for key in _HOOKS:
+    for key in _hooks(library):
         module = sys.modules.get(key[0])
         if module is None:
             continue
@@ -130,10 +158,19 @@ def checked_headers(headers: Mapping[str, str] | None, argument: str = "default_
     return dict(headers)
 
 
-def checked_limits(limits: httpx.Limits | None, http_client: object) -> httpx.Limits:
-    """The pool limits of a client's own pool (``DEFAULT_LIMITS`` if not given)."""
+def checked_limits(limits: object, http_client: object) -> httpx.Limits:
+    """The pool limits of a client's own pool (``DEFAULT_LIMITS`` if not given), an ``httpx.Limits``
+    (an ``httpx2.Limits`` is taken as the same)."""
     if limits is not None and http_client is not None:
         raise ValueError("limits applies to the client's own pool: set it on your http_client instead")
-    if limits is not None and not isinstance(limits, httpx.Limits):
-        raise ValueError(f"limits must be an httpx.Limits; got {limits!r}")
-    return DEFAULT_LIMITS if limits is None else limits
+    if limits is None:
+        return DEFAULT_LIMITS
+    if not isinstance(limits, classes("Limits")):
+        raise ValueError(f"limits must be an httpx.Limits (or httpx2.Limits); got {limits!r}")
+    if isinstance(limits, httpx.Limits):
+        return limits
+    return httpx.Limits(
+        max_connections=limits.max_connections,
+        max_keepalive_connections=limits.max_keepalive_connections,
+        keepalive_expiry=limits.keepalive_expiry,
+    )
