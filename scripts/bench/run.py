@@ -28,6 +28,7 @@ from row_router import router_rows
 from row_stream import stream_rows
 from row_streams import stream_load_rows
 from row_sync import sync_rows
+from row_tls import tls_rows
 from server import Server, serve, split_cpus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,6 +105,7 @@ def _groups(server: Server, sizes: Sizes, cpus: set[int] | None) -> dict[str, Ca
         "flight": lambda: _flight(sizes, cpus),
         "limits": lambda: limit_rows(sizes),
         "router": lambda: router_rows(sizes),
+        "tls": lambda: tls_rows(sizes, cpus),
         "ray": lambda: _ray(server.url, sizes),
     }
 
@@ -131,6 +133,7 @@ def main() -> None:
             "flight",
             "limits",
             "router",
+            "tls",
             "ray",
         ],
         help="run these rows only (repeatable)",
