@@ -19,14 +19,13 @@ import pytest
 import redis
 from redis_server import RedisServer
 
-from wrapper.batch import Pacer
-from wrapper.batch._pacing import WINDOW
-from wrapper.pacing import LocalStore, RedisStore, SharedPacer, limit_key, limit_store
+from wrapper.pacing import LocalStore, Pacer, RedisStore, SharedPacer, limit_key, limit_store
 from wrapper.pacing._constants import LEASE, RETRY
+from wrapper.pacing._pacer import WINDOW
 from wrapper.pacing._redis import TIMEOUT
 from wrapper.pacing._shared import BURST, POLL
 
-KEY = "scale https://api.example/v4 llama"
+KEY = "scale api.example llama"
 MARGIN = 0.05
 """Seconds a turn's time may be early by, as measured here: from after the turn it follows."""
 
@@ -77,7 +76,7 @@ def test_what_a_process_booked_and_did_not_spend_goes_back(stores: Callable[[], 
 def test_a_429_pauses_every_process_for_its_retry_after(stores: Callable[[], RedisStore]) -> None:
     first, second = (stores().pacer(KEY, requests_per_minute=60_000) for _ in range(2))
     next_turn(first)
-    first.slow_down(2.0)
+    first.throttled(2.0)
     refused = time.monotonic()
     first.close()  # waits for the report to reach the store
     assert next_turn(second) <= 2.0
@@ -88,7 +87,7 @@ def test_a_429_pauses_the_others_at_once_not_with_their_next_lease(stores: Calla
     first, second = (stores().pacer(KEY, requests_per_minute=60_000) for _ in range(2))
     next_turn(first)
     next_turn(second)  # a lease of hundreds of turns: it calls the store again much later
-    first.slow_down(2.0)
+    first.throttled(2.0)
     refused = time.monotonic()
     time.sleep(0.1)
     assert next_turn(second) <= 2.0
@@ -102,9 +101,9 @@ def test_429s_cut_the_shared_rate_for_everybody_and_a_restarted_store_keeps_it(
     next_turn(first)
     for count, then in ((1, WINDOW / 2), (9, WINDOW / 2 + 0.05)):  # 10 429s, nothing through: cut by half
         for _ in range(count):
-            first.slow_down(None)
+            first.throttled(None)
         time.sleep(then)
-    first.slow_down(None)
+    first.throttled(None)
     first.close()
     second = stores().pacer(KEY, requests_per_minute=600)
     next_turn(second)

@@ -21,7 +21,6 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 from _stats import Figure, Row, Sizes
 from shared_runs import Job, Outcome, Setup, kill, run
@@ -197,7 +196,7 @@ def shared_rows(sizes: Sizes) -> list[Row]:
         outcome, _, _ = _limited(job, PROCESSES, rpm, events=[(at, kill(0))])
         rows.append(
             Row(
-                f"shared limit, a process of {PROCESSES} SIGKILLed at {at:g} s: the others at the full rate again",
+                f"shared limit, 1 of {PROCESSES} processes SIGKILLed at {at:g} s: the others at full rate",
                 "s",
                 Figure((_back_to_full(outcome, 0, at, rpm),)),
                 "target",
@@ -215,8 +214,8 @@ def shared_rows(sizes: Sizes) -> list[Row]:
         name = f"shared limit, redis-server stopped {outage:g} s mid-run"
         fastest = max(away.rate(at + 1, at + outage, [i]) for i in range(PROCESSES))
         rows += [
-            Row(f"{name}, wall", "s", Figure((away.seconds,)), "without the outage", Figure((steady.seconds,)),
-                target=1.15),
+            Row(f"{name}, wall", "s", Figure((away.seconds,)), "without the outage",
+                Figure((steady.seconds,)), target=1.15),
             Row(f"{name}, fastest process meanwhile", "completions/min", Figure((fastest,)), "its share",
                 Figure((rpm / PROCESSES,)), target=1.1),
         ]  # fmt: skip

@@ -29,6 +29,7 @@ from row_shared import shared_rows
 from row_stream import stream_rows
 from row_streams import stream_load_rows
 from row_sync import sync_rows
+from row_tls import tls_rows
 from server import Server, serve, split_cpus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,6 +106,7 @@ def _groups(server: Server, sizes: Sizes, cpus: set[int] | None) -> dict[str, Ca
         "flight": lambda: _flight(sizes, cpus),
         "limits": lambda: limit_rows(sizes),
         "router": lambda: router_rows(sizes),
+        "tls": lambda: tls_rows(sizes, cpus),
         "shared": lambda: shared_rows(sizes),
         "ray": lambda: _ray(server.url, sizes),
     }
@@ -133,6 +135,7 @@ def main() -> None:
             "flight",
             "limits",
             "router",
+            "tls",
             "shared",
             "ray",
         ],

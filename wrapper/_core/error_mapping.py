@@ -6,7 +6,6 @@ import errno
 import json
 import socket
 import ssl
-from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import httpx
@@ -29,6 +28,7 @@ from wrapper._generated.exceptions import (
 )
 
 from .redact import redacted_url, scrub_chain
+from .transports.library import classes
 
 T = TypeVar("T")
 
@@ -45,9 +45,10 @@ _EXCERPT = 500
 
 
 def is_transport_failure(exc: BaseException) -> bool:
-    """True for what a transport raises when no usable response arrived: httpx's transport errors (the
-    aiohttp lane raises those too), and a body that does not decode as its Content-Encoding says."""
-    return isinstance(exc, httpx.TransportError | httpx.DecodingError)
+    """True for what a transport raises when no usable response arrived: httpx's (or httpx2's) transport
+    errors (the aiohttp lane raises those too), and a body that does not decode as its Content-Encoding
+    says."""
+    return isinstance(exc, classes("TransportError") + classes("DecodingError"))
 
 
 _TIMED_OUT = {
@@ -59,17 +60,21 @@ _TIMED_OUT = {
     "(as many as the pool's limits allow were busy)",
 }
 """What each of httpx's timeouts (``httpx.Timeout``'s fields) says when it runs out."""
-_PHASES: tuple[tuple[type[httpx.TimeoutException], str], ...] = (
-    (httpx.ConnectTimeout, "connect"),
-    (httpx.ReadTimeout, "read"),
-    (httpx.WriteTimeout, "write"),
-    (httpx.PoolTimeout, "pool"),
+_PHASES = (
+    ("ConnectTimeout", "connect"),
+    ("ReadTimeout", "read"),
+    ("WriteTimeout", "write"),
+    ("PoolTimeout", "pool"),
 )
+"""Each timeout's exception class, by name in httpx and httpx2."""
 
 
 def timeout_phase(exc: BaseException | None) -> str | None:
-    """Which timeout ``exc`` (httpx's) ran out: ``connect``, ``read``, ``write`` or ``pool``; None if none."""
-    return next((phase for kind, phase in _PHASES if isinstance(exc, kind)), None)
+    """Which timeout ``exc`` (httpx's or httpx2's) ran out: ``connect``, ``read``, ``write`` or ``pool``;
+    None if none."""
+    if not isinstance(exc, classes("TimeoutException")):
+        return None
+    return next((phase for kind, phase in _PHASES if isinstance(exc, classes(kind))), None)
 
 
 def connection_error(exc: Exception, request: httpx.Request) -> APIConnectionError:
@@ -86,14 +91,14 @@ def connection_error(exc: Exception, request: httpx.Request) -> APIConnectionErr
     if phase is not None:
         seconds = request.extensions.get("timeout", {}).get(phase)
         message = _TIMED_OUT[phase].format(where=where, seconds=_seconds(seconds))
-    elif isinstance(exc, httpx.ConnectError):
+    elif isinstance(exc, classes("ConnectError")):
         reason = _reason(exc)
         check = next(
             (advice for start, advice in _CHECKS if reason.startswith(start)),
             "check base_url, and that the server is up and reachable",
         )
         message = f"cannot connect to {where} ({reason}): {check}"
-    elif isinstance(exc, httpx.DecodingError):
+    elif isinstance(exc, classes("DecodingError")):
         message = f"the response from {where} could not be decoded: {detail}"
     else:  # reset, cut mid-body, a garbled status line or header, ...
         message = f"the connection to {where} failed: {detail}"
@@ -235,47 +240,3 @@ class Malformed(Exception):
     def at(self, response: httpx.Response, event: str | None = None) -> APIResponseValidationError:
         """The ``APIResponseValidationError`` for this body in ``response``."""
         return invalid(response, self.what, event)
-
-
-_RAW_DECODE = json.JSONDecoder().raw_decode
-
-
-def json_object(content: bytes | str) -> dict[str, Any]:
-    """A JSON object body (or stream event data); ``Malformed`` if it is anything else."""
-    try:
-        data = _loads(content)
-    except ValueError:
-        raise Malformed("is not JSON") from None
-    except RecursionError:
-        raise Malformed("is JSON nested too deeply to read") from None
-    if not isinstance(data, dict):
-        raise Malformed("is not a JSON object")
-    return data
-
-
-def _loads(content: bytes | str) -> Any:
-    """``json.loads``, faster for a stream event's data: it has no whitespace around it for loads to scan."""
-    if isinstance(content, str):
-        try:
-            data, end = _RAW_DECODE(content)
-        except ValueError:
-            end = -1
-        if end == len(content):
-            return data
-    return json.loads(content)  # bytes, surrounding whitespace, or not JSON (then its error)
-
-
-def model(from_dict: Callable[[Mapping[str, Any]], T], data: Mapping[str, Any]) -> T:
-    """``data`` parsed by a generated model's ``from_dict``; ``Malformed`` if it does not have its shape."""
-    try:
-        return from_dict(data)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise Malformed(f"does not match the spec ({type(exc).__name__}: {exc})") from None
-
-
-def parse_model(from_dict: Callable[[Mapping[str, Any]], T], content: bytes | str) -> T:
-    """A JSON body (or a stream event's data) parsed by a generated model's ``from_dict``.
-
-    Anything that is not JSON of the model's shape raises ``Malformed``.
-    """
-    return model(from_dict, json_object(content))

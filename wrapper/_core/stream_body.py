@@ -17,7 +17,7 @@ import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from wrapper._generated.exceptions import APITimeoutError, IncompleteStreamError
 
@@ -27,11 +27,18 @@ if TYPE_CHECKING:
     import httpx
 
     from .results import CompletionChunk
-    from .retries import Attempts
 
 __all__ = ["DeadlinePassed", "Received", "Watchdog", "awaited_in_time", "in_time"]
 
 T = TypeVar("T")
+
+
+class AttemptsMade(Protocol):
+    """What ``DeadlinePassed.error`` reads of a call's ``retries.Attempts`` (which imports this module)."""
+
+    made: int
+
+    def ran_out(self, after: str, where: str = "") -> str: ...
 
 
 def _plural(count: int, noun: str) -> str:
@@ -77,7 +84,7 @@ class DeadlinePassed(Exception):
         super().__init__(chunks)
         self.chunks = chunks
 
-    def error(self, request: httpx.Request, attempts: Attempts) -> APITimeoutError:
+    def error(self, request: httpx.Request, attempts: AttemptsMade) -> APITimeoutError:
         """The ``APITimeoutError`` saying so, with the attempts made and the time taken."""
         made = _plural(attempts.made, "attempt")
         if self.chunks is None:

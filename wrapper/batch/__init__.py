@@ -1,19 +1,22 @@
 """Many prompts through one client: what the clients' ``complete_many`` runs, for batches of your own.
 
-``complete_many`` and ``acomplete_many`` are the clients' methods as functions of a client;
-``acomplete_jobs`` takes explicit jobs, each with its own index and parameters, and a ``Limiter`` of
-your own in place of the limits (the command line's batch and ``wrapper.ray`` run on it). ``Pacer`` is
-the limiter a batch uses by default: requests and tokens per minute paced evenly, slowing down on
-429s, and opening slowly when no limit is given. Each prompt is one ``complete`` call of the client,
-paced and counted through the clients' hooks (``wrapper.CallHooks``). ``complete_with`` and
-``acomplete_with`` run a batch over any ``complete(prompt, **kwargs)`` that paces itself: a router's
-(``wrapper.router``), whose ``complete_many`` they are; ``fan_out_with``, ``afan_out_with`` and
-``afan_out_jobs`` send every prompt to each of several such targets (a router's ``fan_out``).
+``complete_many`` and ``acomplete_many`` are the clients' methods as functions of a client (their own
+keyword arguments are ``BatchOptions``); ``acomplete_jobs`` takes explicit jobs, each with its own index
+and parameters, and a ``Limiter`` of your own in place of the limits (the command line's batch and
+``wrapper.ray`` run on it). Each prompt is one call of the client, paced (``wrapper.pacing``) and
+counted through the clients' hooks (``wrapper.CallHooks``). ``complete_with`` and ``acomplete_with``
+run a batch over any ``complete(prompt, **kwargs)`` that paces itself: a router's (``wrapper.router``),
+whose ``complete_many`` they are; ``fan_out_with``, ``afan_out_with`` and ``afan_out_jobs`` send every
+prompt to each of several such targets (a router's ``fan_out``). ``Pacer``, ``Limiter`` and
+``checked_limit`` are ``wrapper.pacing``'s.
 
 A ``Budget`` caps what a batch sends. Results have one format, the result line (``BatchResult.to_dict()``,
 the command line's results files, Ray's columns): ``read_results`` reads a results file's, and
 ``ResultTotals`` adds lines up.
 """
+
+from wrapper import FORGIVEN_429S
+from wrapper.pacing import Limiter, Pacer, checked_limit, estimate_tokens
 
 from ._budget import Budget
 from ._fan_out import TargetJob, afan_out_jobs, afan_out_with, fan_out_with
@@ -27,12 +30,11 @@ from ._format import (
     read_results,
     result_key,
 )
-from ._pacing import Limiter, Pacer, checked_limit, estimate_tokens
 from ._run import (
-    FORGIVEN_429S,
     AsyncBatchIterator,
     AsyncCompleter,
     BatchIterator,
+    BatchOptions,
     BatchResult,
     BatchStats,
     Job,
@@ -51,6 +53,7 @@ __all__ = [
     "AsyncBatchIterator",
     "AsyncCompleter",
     "BatchIterator",
+    "BatchOptions",
     "BatchResult",
     "BatchStats",
     "Budget",

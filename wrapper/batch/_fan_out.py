@@ -31,13 +31,14 @@ from ._run import (
     BatchIterator,
     BatchResult,
     Job,
+    Send,
     _arun,
     _Batch,
     _check_arguments,
     _Counted,
     _jobs,
     _numbered,
-    _Prompt,
+    _routed,
     _run,
 )
 
@@ -116,9 +117,9 @@ class _FanOut(_Batch):
             if not isinstance(name, str) or not callable(complete):
                 raise TypeError(f"completes must map names (strings) to complete functions; got {name!r}")
         self.names = list(completes)
-        self.completes = list(completes.values())
+        self.sends = [_routed(complete) for complete in completes.values()]
         self._numbers = {name: number for number, name in enumerate(self.names)}
-        super().__init__(self.completes[0], _Counted, budget)
+        super().__init__(self.sends[0], _Counted, budget)
 
     def job(self, job: TargetJob) -> Job:
         """A target's job as this batch numbers it."""
@@ -128,9 +129,8 @@ class _FanOut(_Batch):
             raise ValueError(f"job {index}: no target is named {target!r}; the targets are {self.names}")
         return index * len(self.names) + number, prompt, params
 
-    def call(self, job: Job) -> tuple[Callable[..., Any], str, dict[str, Any], _Prompt]:
-        _, prompt, kwargs, state = super().call(job)
-        return self.completes[job[0] % len(self.names)], prompt, kwargs, state
+    def sender(self, job: Job) -> Send:
+        return self.sends[job[0] % len(self.names)]
 
     def result(
         self, index: int, completion: Completion | None = None, error: APIError | None = None

@@ -1,19 +1,48 @@
-"""Pacing: client-side rate limits, and where they are kept (this process, or a store shared by many).
+"""Pacing: client-side rate limits, the layer under the batch, the router and Ray, and where limits are kept.
 
-``LocalStore`` keeps limits in this process; ``RedisStore`` (with the ``redis`` extra) in Redis, shared
-by every process that names the same store and limit key. ``limit_store`` turns a ``limit_store=``
-argument (a Redis URL or a store) into a store, and ``limit_key`` is a deployment's key unless named.
+``Pacer`` paces requests to requests and tokens per minute, evenly, slowing down on 429s, and opens
+slowly when no limit is given. ``Limiter`` is where a limit is kept, the seam a limit kept elsewhere
+plugs into: a ``Pacer`` keeps one in this process, ``wrapper.ray``'s leases one shared by a cluster,
+a ``SharedPacer`` one shared through a ``RedisStore``. Their words are the same: a request
+``acquire``\\ s its turn (sync code waits each of ``turns``, with ``wait_turn``), ``settle``\\ s the
+tokens it used (``used_tokens``, against ``estimate_tokens``), and a 429 says it was ``throttled``.
+``checked_limit`` checks a limit as every extra takes one.
+
+A ``LimitStore`` gives the limiter of each limit key: ``LocalStore`` keeps limits in this process;
+``RedisStore`` (with the ``redis`` extra) in Redis, shared by every process that names the same store
+and limit key. ``limit_store`` turns a ``limit_store=`` argument (a Redis URL or a store) into a store,
+``limit_key`` is a deployment's key unless named (its API, base URL host and model), and ``limiter``
+what the batch, the router and the command line pace a deployment by: its limit in a store, or a
+``Pacer`` of its own.
 """
 
 from typing import TYPE_CHECKING, Any
 
+from ._given import limit_key, limit_store, limiter
+from ._pacer import Limiter, Pacer, await_turn, checked_limit, estimate_tokens, used_tokens, wait_turn
 from ._shared import SharedPacer
-from ._store import LimitStore, LocalStore, SharedLimit, limit_key, limit_store
+from ._store import LimitStore, LocalStore, SharedLimit
 
 if TYPE_CHECKING:
     from ._redis import RedisStore
 
-__all__ = ["LimitStore", "LocalStore", "RedisStore", "SharedLimit", "SharedPacer", "limit_key", "limit_store"]
+__all__ = [
+    "LimitStore",
+    "Limiter",
+    "LocalStore",
+    "Pacer",
+    "RedisStore",
+    "SharedLimit",
+    "SharedPacer",
+    "await_turn",
+    "checked_limit",
+    "estimate_tokens",
+    "limit_key",
+    "limit_store",
+    "limiter",
+    "used_tokens",
+    "wait_turn",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from wrapper.batch import _opening, _pacing
+from . import _opening
+from . import _pacer as _pacing
 
 __all__ = ["KNOWN", "LEASE", "REJOIN", "RETRY", "SCRIPT", "SEEN", "STEP"]
 
@@ -35,7 +36,6 @@ SCRIPT = {
     "RING": 40,  # slots of answers kept: RING * SLOT seconds cover WINDOW and a lease's late reports
     "SLOT": 0.1,
     "BURST": _pacing.BURST,
-    "MAX_RETRY_AFTER": _pacing.MAX_RETRY_AFTER,
     "BACKOFF": _pacing.BACKOFF,
     "RECOVERY": _pacing.RECOVERY,
     "SHARE": _pacing.SHARE,

@@ -132,7 +132,7 @@ add(refusals, now, now, limited)
 -- and the timeline starts again after it, evenly, with no burst (as the pacer's does).
 local pause = 0
 if limited > 0 then
-  pause = math.min(retry_after or 0, MAX_RETRY_AFTER)
+  pause = retry_after or 0
   if now + pause > paused then
     paused = now + pause
     due = paused + BURST

@@ -35,10 +35,9 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
         f"a Redis limit store needs redis-py, which is not installed: {install_hint('redis')}"
     ) from exc
 
-from wrapper.batch import checked_limit
-
 from . import _constants as constants
 from ._constants import RETRY
+from ._pacer import checked_limit
 from ._shared import SharedPacer
 from ._store import SCHEMES, checked_key
 

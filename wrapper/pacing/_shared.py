@@ -7,7 +7,7 @@ spends a lease at its requests' times (a caller late for its time by more than `
 leases after it are others'), and asks for the next one in the background once half of it is spent,
 so requests wait on Redis only when a lease did not come in time. Each call reports what the process
 did since its last: successes and their real token counts (which move the token timeline, as
-``Pacer.correct`` moves its own), 429s (reported at once: their Retry-After pauses every process,
+``Pacer.settle`` moves its own), 429s (reported at once: their Retry-After pauses every process,
 and they cut the shared rate when too many), a cooldown started, and budget booked but not spent
 (given back on ``close``, or when a request costs more tokens than a lease has left).
 
@@ -23,24 +23,21 @@ one of its own.
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-from wrapper.batch import Pacer
-from wrapper.batch._pacing import BURST, MAX_RETRY_AFTER
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from ._constants import LEASE, RETRY
+from ._pacer import BURST, Pacer
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
-
-    from ._redis import RedisStore
 
 __all__ = ["HEARD", "POLL", "SharedPacer"]
 
@@ -49,6 +46,25 @@ POLL = 0.001
 HEARD = 0.05
 """Seconds a pause published may come later than the same pause in an answer of the store's."""
 _TURN, _WAIT, _POLL = object(), object(), object()  # what a request does next: ``SharedPacer._next``
+
+
+logger = logging.getLogger("wrapper")
+T = TypeVar("T")
+
+
+class Calls(Protocol):
+    """What a ``SharedPacer`` asks of its store (a ``RedisStore``): to run its calls, one lease each, and
+    to hear how they went."""
+
+    def submit(self, call: Callable[[], T]) -> Future[T]: ...
+
+    def lease(self, key: str, arguments: Sequence[str]) -> list[str]: ...
+
+    def lost_a_wait(self) -> None: ...
+
+    def away(self, error: BaseException, pacing: str) -> None: ...
+
+    def back(self) -> None: ...
 
 
 @dataclass
@@ -179,7 +195,7 @@ class SharedPacer:
 
     def __init__(
         self,
-        store: RedisStore,
+        store: Calls,
         key: str,
         requests_per_minute: float | None,
         tokens_per_minute: float | None,
@@ -371,8 +387,6 @@ class SharedPacer:
                 self._ask(now, 0.0, lease=False)
         self._store.back()
         if mismatch:
-            from ._redis import logger
-
             logger.warning(mismatch)
 
     def _heard_answer(self, answer: list[str], lease: bool, now: float, took: float) -> str | None:
@@ -459,7 +473,7 @@ class SharedPacer:
             # the time booked on leases when last heard (while alone, until the horizon)
             return max((self._horizon if alone is not None else self._heard + self._ahead) - now, paused, 0.0)
 
-    def correct(self, estimate: float, actual: float) -> None:
+    def settle(self, estimate: float, actual: float) -> None:
         """A request succeeded and used ``actual`` tokens where ``estimate`` was charged."""
         with self._lock:
             now = self._here()
@@ -470,14 +484,14 @@ class SharedPacer:
                 if self._opening:  # its steps are judged by their answers
                     self._ask(now, 0.0, lease=False)
             else:
-                alone.correct(estimate, actual)
+                alone.settle(estimate, actual)
 
-    def slow_down(self, retry_after: float | None) -> None:
+    def throttled(self, retry_after: float | None) -> None:
         """A 429: every process pauses for ``retry_after`` seconds (this one at once, the others with their
         next lease), and the shared rate is cut if 429s are too many."""
         with self._lock:
             now = self._here()
-            pause = 0.0 if retry_after is None else min(retry_after, MAX_RETRY_AFTER)
+            pause = 0.0 if retry_after is None else max(retry_after, 0.0)
             self._paused(now, now + pause)
             alone = self._away(now)
             if alone is None or self._shared_at < math.inf:  # the store answers: the others hear of it
@@ -487,7 +501,7 @@ class SharedPacer:
                     report.retry_after = max(report.retry_after or 0.0, retry_after)
                 self._ask(now, 0.0, lease=False)
         if alone is not None:
-            alone.slow_down(retry_after)
+            alone.throttled(retry_after)
 
     def pause(self, seconds: float) -> None:
         """Another process sharing the limit met a 429: pause for its Retry-After."""
@@ -543,14 +557,6 @@ class SharedPacer:
         for wait in self.turns(cost):
             if wait > 0:
                 await asyncio.sleep(wait)
-
-    async def settle(self, estimate: float, actual: float) -> None:
-        """``Limiter.settle``: ``correct``."""
-        self.correct(estimate, actual)
-
-    async def throttled(self, retry_after: float | None) -> None:
-        """``Limiter.throttled``: ``slow_down``."""
-        self.slow_down(retry_after)
 
     def __repr__(self) -> str:
         return f"SharedPacer({self._key!r} in {self._store})"

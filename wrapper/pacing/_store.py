@@ -1,31 +1,33 @@
 """Where a limit's pacing lives: the limit store seam under the pacer.
 
-A ``LimitStore`` gives the pacer of a limit key (``pacer(key, requests_per_minute, tokens_per_minute)``).
+A ``LimitStore`` gives the pacer of a limit key, a ``SharedLimit``:
+``pacer(key, requests_per_minute, tokens_per_minute)``.
 ``LocalStore`` keeps limits in this process: every caller naming one key shares one ``Pacer``.
 ``RedisStore`` (``wrapper.pacing._redis``) keeps them in Redis, shared by every process that names the
-same store and key. ``limit_store`` turns what a user passes as ``limit_store=`` into a store, and
-``limit_key`` is the key a deployment's limit has unless named: its API, base URL and model.
+same store and key.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from wrapper.batch import Pacer, checked_limit
+from ._pacer import Limiter, Pacer, checked_limit
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["SCHEMES", "LimitStore", "LocalStore", "SharedLimit", "limit_key", "limit_store"]
+__all__ = ["SCHEMES", "LimitStore", "LocalStore", "SharedLimit", "checked_key"]
 
 SCHEMES = ("redis://", "rediss://", "unix://")
 """The URLs ``limit_store=`` takes (a Redis server: plain, over TLS, or on a Unix socket)."""
 
 
 @runtime_checkable
-class SharedLimit(Protocol):
-    """What a store's pacer does, whichever store it comes from: ``Pacer``'s methods."""
+class SharedLimit(Limiter, Protocol):
+    """What a store gives for a limit key, whichever store it comes from: a ``Limiter`` that sync code
+    paces by too (``turns``) and a router compares routes by (``delay``): ``Pacer``'s words, and a
+    ``SharedPacer``'s."""
 
     @property
     def requests_per_minute(self) -> float: ...
@@ -33,16 +35,6 @@ class SharedLimit(Protocol):
     def turns(self, cost: float) -> Iterator[float]: ...
 
     def delay(self, cost: float) -> float: ...
-
-    def correct(self, estimate: float, actual: float) -> None: ...
-
-    def slow_down(self, retry_after: float | None) -> None: ...
-
-    async def acquire(self, cost: float) -> None: ...
-
-    async def settle(self, estimate: float, actual: float) -> None: ...
-
-    async def throttled(self, retry_after: float | None) -> None: ...
 
 
 @runtime_checkable
@@ -99,35 +91,3 @@ class LocalStore:
 
     def __repr__(self) -> str:
         return f"LocalStore({len(self._pacers)} limits)"
-
-
-def limit_store(value: object) -> LimitStore | None:
-    """What ``limit_store=`` was given, as a store: None (each pacer alone, in this process), a store, or a
-    Redis URL (the ``RedisStore`` of that URL, one per process). ``ValueError`` or ``TypeError`` naming
-    ``limit_store`` for anything else."""
-    if value is None or isinstance(value, LimitStore):
-        return value
-    if isinstance(value, str):
-        if not value.startswith(SCHEMES):
-            raise ValueError(
-                f"limit_store must be a Redis URL ({', '.join(s + '...' for s in SCHEMES)}) or a store "
-                f"(RedisStore, LocalStore); got {_shown(value)}"
-            )
-        from ._redis import RedisStore  # redis-py is an optional extra
-
-        return RedisStore.of(value)
-    raise TypeError(
-        f"limit_store must be a Redis URL (redis://host:6379/0) or a store (RedisStore, LocalStore); "
-        f"got {type(value).__name__}"
-    )
-
-
-def _shown(url: str) -> str:
-    """``url`` for an error message, without what may be a password in it."""
-    scheme, separator, rest = url.partition("://")
-    return repr(f"{scheme}{separator}{rest.rpartition('@')[2]}" if separator else url[:40])
-
-
-def limit_key(api: str, base_url: Any, model: str) -> str:
-    """The key of a deployment's limit unless one is named: its API, base URL and model."""
-    return f"{api} {str(base_url).rstrip('/')} {model}"

@@ -59,16 +59,16 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
 
     raise ImportError(f"wrapper.ray needs Ray Data, which is not installed: {install_hint('ray')}") from exc
 
-from wrapper import apis
+from wrapper import HTTP_LIBRARY_ENV, apis
 from wrapper.batch import (
     RESULT_FIELDS,
     BatchResult,
     InputLineError,
     ResultTotals,
     acomplete_jobs,
-    checked_limit,
     error_fields,
 )
+from wrapper.pacing import checked_limit
 
 from ._leases import Coordinator, Grant, LeasedLimiter, Report
 
@@ -120,9 +120,10 @@ def complete_dataset(
     429s slow them down together (with or without a limit), as ``complete_many`` does in one process.
     ``client_options`` are the client's constructor arguments (credentials, ``base_url``,
     ``timeout``, ``max_retries``); those left out come from the driver's environment. They reach
-    the workers wrapped, so Ray never prints them. ``on_error="raise"`` fails the job on the first
-    failed prompt. ``params`` go to every ``complete`` call (``max_tokens=64``, ...). ``summarize``
-    adds the output up.
+    the workers wrapped, so Ray never prints them; the workers' clients speak the HTTP library the
+    driver's ``COMPLETION_CLIENTS_HTTP`` names (httpx unless it says httpx2). ``on_error="raise"``
+    fails the job on the first failed prompt. ``params`` go to every ``complete`` call
+    (``max_tokens=64``, ...). ``summarize`` adds the output up.
     """
     _check(dataset, api, prompt_column, workers, concurrency, on_error)
     rpm = checked_limit("requests_per_minute", requests_per_minute)
@@ -131,6 +132,10 @@ def complete_dataset(
     apis.get(api).clients()[0](**options).close()  # bad or missing options fail here, not on a worker
     # Unnamed and not detached: it lives as long as the returned Dataset (whose plan holds the handle).
     coordinator = ray.remote(_LeaseCoordinator).options(num_cpus=0).remote(rpm, tpm, workers)
+    library = os.environ.get(HTTP_LIBRARY_ENV)  # the workers' clients speak the driver's HTTP library
+    remote_args: dict[str, Any] = (
+        {"runtime_env": {"env_vars": {HTTP_LIBRARY_ENV: library}}} if library else {}
+    )
     return dataset.map_batches(
         _CompletionWorker,
         fn_constructor_kwargs={
@@ -145,6 +150,7 @@ def complete_dataset(
         compute=ray.data.ActorPoolStrategy(size=workers),
         num_cpus=_WORKER_CPUS,
         udf_modifying_row_count=False,
+        **remote_args,
     )
 
 
@@ -195,7 +201,7 @@ def _options(api: apis.Api, client_options: Mapping[str, Any] | None) -> dict[st
     """The client's constructor arguments: those given, over those the driver's environment sets."""
     if client_options is not None and not isinstance(client_options, Mapping):
         raise TypeError(f"client_options must be a mapping, got {type(client_options).__name__}")
-    options: dict[str, Any] = api.client_options(os.environ)
+    options: dict[str, Any] = api.arguments_from(os.environ)
     options.update(client_options or {})
     if "http_client" in options:
         raise ValueError("client_options cannot hold http_client: each worker builds its own connection pool")
