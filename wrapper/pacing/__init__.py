@@ -11,17 +11,17 @@ tokens it used (``used_tokens``, against ``estimate_tokens``), and a 429 says it
 A ``LimitStore`` gives the limiter of each limit key: ``LocalStore`` keeps limits in this process;
 ``RedisStore`` (with the ``redis`` extra) in Redis, shared by every process that names the same store
 and limit key. ``limit_store`` turns a ``limit_store=`` argument (a Redis URL or a store) into a store,
-``limit_key`` is a deployment's key unless named (its API, base URL host and model), and ``limiter``
+``limit_key`` is a deployment's key unless named (its API, base URL host and model), and ``limit_for``
 what the batch, the router and the command line pace a deployment by: its limit in a store, or a
 ``Pacer`` of its own.
 """
 
 from typing import TYPE_CHECKING, Any
 
-from ._given import limit_key, limit_store, limiter
+from ._given import limit_for, limit_key, limit_store
 from ._pacer import Limiter, Pacer, await_turn, checked_limit, estimate_tokens, used_tokens, wait_turn
 from ._shared import SharedPacer
-from ._store import LimitStore, LocalStore, SharedLimit
+from ._store import LimitStore, LocalStore, SharedLimit, checked_key
 
 if TYPE_CHECKING:
     from ._redis import RedisStore
@@ -35,11 +35,12 @@ __all__ = [
     "SharedLimit",
     "SharedPacer",
     "await_turn",
+    "checked_key",
     "checked_limit",
     "estimate_tokens",
+    "limit_for",
     "limit_key",
     "limit_store",
-    "limiter",
     "used_tokens",
     "wait_turn",
 ]

@@ -1,7 +1,7 @@
 """What callers pass to share a limit: ``limit_store=`` (a Redis URL or a store) and ``limit_key=``.
 
 ``limit_store`` turns a ``limit_store=`` argument into a store; ``limit_key`` is the key a deployment's
-limit has unless one is named: its API, the host of its base URL and its model. ``limiter`` is what
+limit has unless one is named: its API, the host of its base URL and its model. ``limit_for`` is what
 the batch, the router and the command line pace a deployment by: the limit of its key in the store
 given, or a ``Pacer`` of its own when none is.
 """
@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from ._pacer import Pacer
 from ._store import SCHEMES, LimitStore, SharedLimit, checked_key
 
-__all__ = ["limit_key", "limit_store", "limiter"]
+__all__ = ["limit_for", "limit_key", "limit_store"]
 
 
 def limit_store(value: object) -> LimitStore | None:
@@ -52,7 +52,7 @@ def limit_key(api: str, base_url: str, model: str) -> str:
     return f"{api} {where or str(base_url).rstrip('/')} {model}"
 
 
-def limiter(
+def limit_for(
     api: str,
     base_url: str,
     model: str,
