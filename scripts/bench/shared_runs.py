@@ -11,6 +11,7 @@ script, this file is one of those processes: its job as JSON in its argument, ``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
@@ -110,6 +111,10 @@ def run(setup: Setup, timeout: float = 600) -> Outcome:
             if process.poll() is None:
                 process.kill()
             process.wait()
+            for pipe in (process.stdin, process.stdout):
+                if pipe is not None:
+                    with contextlib.suppress(OSError):  # a killed process's stdin: a broken pipe
+                        pipe.close()
     done = [r for r in reports if r is not None]
     answers = [None if r is None else [t - went for t in r["answers"]] for r in reports]
     return Outcome(

@@ -23,6 +23,7 @@ one of its own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import os
@@ -232,6 +233,7 @@ class SharedPacer:
         self._lookahead = LEASE  # how far ahead of now a process books (less while the limit opens)
         self._opening = False  # whether the limit is opening: then each answer is reported at once
         self._heard = now
+        self._answered = False  # whether the store has answered this process yet
         self._paused_until = -math.inf
         self._plan = 0  # bumped by each pause: the turns booked before it are void
         self._cool_until = -math.inf
@@ -419,7 +421,7 @@ class SharedPacer:
         self._lookahead, self._opening = lookahead, answer[13] == "1"
         self._rate, self._known = rate, max(int(known), 1)
         self._cool_until = max(self._cool_until, now + cool)
-        self._ahead, self._heard = ahead, now
+        self._ahead, self._heard, self._answered = ahead, now, True
         if self._alone is not None and self._shared_at == math.inf:  # back: alone until the leases start
             self._shared_at = now + rejoin - BURST  # (their first turn is a turn's length after that)
         given = [value and float(value) for value in answer[15:17]]
@@ -530,7 +532,20 @@ class SharedPacer:
                 self._ask(now, 0.0, lease=False)
 
     def cooling(self) -> float:
-        """Seconds left of the cooldown a process sharing the limit started (0: none)."""
+        """Seconds left of the cooldown a process sharing the limit started (0: none).
+
+        The store is asked again when last heard over a lease ago (a route cooling down sends nothing,
+        so hears of nothing otherwise); before its first answer, the answer is waited for (a lease's
+        length at most), so that a process that starts sees a cooldown under way.
+        """
+        with self._lock:
+            now = self._here()
+            if self._away(now) is None and (not self._answered or now - self._heard > LEASE):
+                self._ask(now, 0.0, lease=False)
+            call = None if self._answered else self._call
+        if call is not None:
+            with contextlib.suppress(Exception):  # slow or away: the store's fallback says so
+                call.result(timeout=LEASE)
         with self._lock:
             return max(self._cool_until - self._here(), 0.0)
 
