@@ -221,7 +221,7 @@ def shared_rows(sizes: Sizes) -> list[Row]:
         ]  # fmt: skip
 
         trips_rpm = sizes.shared_trips_rpm
-        job = Job("async router", "", trips_rpm // 4, 16, trips_rpm, store=redis.url, key="bench trips")
+        job = Job("async router", "", each, 16, trips_rpm, store=redis.url, key="bench trips")
         outcome, _, _ = _limited(job, PROCESSES, trips_rpm)
         name = f"shared limit, {PROCESSES} processes at {trips_rpm:,}/min"
         rows += [
