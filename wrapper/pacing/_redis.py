@@ -39,7 +39,7 @@ from . import _constants as constants
 from ._constants import RETRY
 from ._pacer import checked_limit
 from ._shared import SharedPacer
-from ._store import SCHEMES, checked_key
+from ._store import SCHEMES, Limits, checked_limits
 
 __all__ = ["TIMEOUT", "RedisStore"]
 
@@ -102,7 +102,7 @@ class RedisStore:
         self.timeout = timeout
         self._keys: dict[str, list[SharedPacer]] = {}  # each state key's pacers
         self._script = self._redis.register_script(_script())
-        self._pacers: dict[tuple[str, float | None, float | None, bool], SharedPacer] = {}
+        self._pacers: dict[Limits, SharedPacer] = {}
         self._lock = threading.Lock()
         self._away = False
         self.round_trips = 0
@@ -157,12 +157,7 @@ class RedisStore:
         adaptive: bool = True,
     ) -> SharedPacer:
         """The pacer of ``key`` at these limits (None: none, adapting to 429s), made on first use."""
-        limits = (
-            checked_key(key),
-            checked_limit("requests_per_minute", requests_per_minute),
-            checked_limit("tokens_per_minute", tokens_per_minute),
-            adaptive,
-        )
+        limits = checked_limits(key, requests_per_minute, tokens_per_minute, adaptive)
         with self._lock:
             pacer = self._pacers.get(limits)
             if pacer is None:

@@ -17,7 +17,7 @@ from ._pacer import Limiter, Pacer, checked_limit
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["SCHEMES", "LimitStore", "LocalStore", "SharedLimit", "checked_key"]
+__all__ = ["SCHEMES", "LimitStore", "Limits", "LocalStore", "SharedLimit", "checked_key", "checked_limits"]
 
 SCHEMES = ("redis://", "rediss://", "unix://")
 """The URLs ``limit_store=`` takes (a Redis server: plain, over TLS, or on a Unix socket)."""
@@ -56,16 +56,33 @@ def checked_key(key: object) -> str:
     """``key`` as a limit key; ``ValueError`` naming ``limit_key`` unless a non-empty string."""
     if not isinstance(key, str) or not key.strip():
         raise ValueError(
-            f"limit_key must be a non-empty string (or None: the API, base URL and model); got {key!r}"
+            f"limit_key must be a non-empty string (or None: the API, base URL host and model); got {key!r}"
         )
     return key
+
+
+Limits = tuple[str, float | None, float | None, bool]
+"""A limit as a store keeps it: its key, requests and tokens per minute (None: none), and whether
+429s adapt it."""
+
+
+def checked_limits(
+    key: object, requests_per_minute: object, tokens_per_minute: object, adaptive: bool
+) -> Limits:
+    """What a store's ``pacer`` was given, checked: ``ValueError`` naming the field and its rule."""
+    return (
+        checked_key(key),
+        checked_limit("requests_per_minute", requests_per_minute),
+        checked_limit("tokens_per_minute", tokens_per_minute),
+        adaptive,
+    )
 
 
 class LocalStore:
     """Limits kept in this process: callers that name the same key (and limits) share one ``Pacer``."""
 
     def __init__(self) -> None:
-        self._pacers: dict[tuple[str, float | None, float | None, bool], Pacer] = {}
+        self._pacers: dict[Limits, Pacer] = {}
         self._lock = threading.Lock()
 
     def pacer(
@@ -77,12 +94,7 @@ class LocalStore:
         adaptive: bool = True,
     ) -> Pacer:
         """The pacer of ``key`` at these limits (None: none, adapting to 429s), made on first use."""
-        limits = (
-            checked_key(key),
-            checked_limit("requests_per_minute", requests_per_minute),
-            checked_limit("tokens_per_minute", tokens_per_minute),
-            adaptive,
-        )
+        limits = checked_limits(key, requests_per_minute, tokens_per_minute, adaptive)
         with self._lock:
             pacer = self._pacers.get(limits)
             if pacer is None:
