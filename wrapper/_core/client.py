@@ -169,7 +169,7 @@ class ClientCore:
 
     def with_options(self, **options: Unpack[RequestOptions]) -> Self:
         """A copy with other request options, sharing this client's connection pool; ``extra_*`` add to
-        this client's. ``ValueError`` names a bad or unknown option.
+        this client's. ``ValueError`` names a bad option, ``TypeError`` an unknown one.
 
         Closing the copy (or leaving its ``with`` block) closes the copy alone: the pool stays open for
         this client and its other copies, until this client is closed.

@@ -319,14 +319,15 @@ class Options:
 
     def merged(self, given: Mapping[str, Any]) -> Options:
         """These options with ``given`` on top, each checked (``ValueError`` naming it); ``extra_*`` merge
-        key by key and ``hooks`` add to these. An unknown name is a ``ValueError`` listing the options."""
+        key by key and ``hooks`` add to these. An unknown name is a ``TypeError`` listing the options, as
+        Python's for a function's unexpected keyword (and as a call's unknown keyword is)."""
         if not given:
             return self
         changes: dict[str, Any] = {}
         for name, value in given.items():
             check = _CHECKS.get(name)
             if check is None:
-                raise ValueError(f"unknown option {name!r}; the options are {', '.join(sorted(NAMES))}")
+                raise TypeError(f"unknown option {name!r}; the options are {', '.join(sorted(NAMES))}")
             value = check(value)
             if name in _MERGED:
                 value = {**cast(Mapping[str, Any], getattr(self, name)), **value}
