@@ -64,6 +64,8 @@ class Api:
     """The keyword argument of stop sequences (None: the API has none)."""
     choices: str | None
     """The keyword argument of the choices the output must be one of (None: the API has none)."""
+    temperature: str | None
+    """The keyword argument of the sampling temperature (None: the API has none, and is taken to sample)."""
     streams: bool
     """Whether the API streams tokens (Gradient's does not: ``stream`` yields one chunk)."""
     log_env: str
@@ -96,6 +98,17 @@ class Api:
         params = importlib.import_module(f"wrapper._generated.{self.name}.params")
         schema: Mapping[str, Any] = params.KEYWORDS[keyword]["schema"]
         return schema
+
+    def samples(self, body: Mapping[str, Any]) -> bool:
+        """Whether a request with this JSON body (as sent) samples: its temperature is above 0, or, when it
+        has none, the spec's server default is; True when neither says (the API's default is unknown)."""
+        if self.temperature is None:
+            return True
+        data = importlib.import_module(f"wrapper._generated.{self.name}.params").KEYWORDS[self.temperature]
+        value = body.get(data["wire"])
+        if value is None:
+            value = data["schema"].get("default")
+        return value is None or value > 0
 
     def client_options(self, environ: Any) -> dict[str, str]:
         """The constructor arguments set in ``environ`` (credentials and base URL), by keyword."""

@@ -64,6 +64,7 @@ API = Api(
     max_tokens="max_generated_token_count",
     stop=None,
     choices="guidance",
+    temperature="temperature",
     streams=False,
     log_env="GRADIENT_LOG",
     model_help="the base model slug or fine-tuned model adapter id",

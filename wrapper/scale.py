@@ -66,6 +66,7 @@ API = Api(
     max_tokens="max_tokens",
     stop="stop_sequences",
     choices=None,
+    temperature="temperature",
     streams=True,
     log_env="SGP_CLIENT_LOG",
     model_help="the model deployment id",

@@ -1,4 +1,5 @@
-"""``python -m wrapper``: ``complete`` one prompt, ``batch`` a JSONL file resumably, or run the ``sandbox``.
+"""``python -m wrapper``: ``complete`` one prompt, ``batch`` a JSONL file resumably, show or empty a
+response ``cache``, or run the ``sandbox``.
 
 Exit codes: 0 all done, 1 some prompt failed (or an API error, or a batch stopped because its first
 answers all refused it), 2 a usage error, 130 interrupted. The ``completion-clients`` console script
@@ -19,6 +20,7 @@ from typing import Any
 
 from wrapper import apis as _api
 from wrapper._cli._batch_command import describe, result_fields, run_batch
+from wrapper._cli._cache_command import run_cache
 from wrapper._cli._inputs import STDIO, InputLineError
 from wrapper._cli._parser import ROUTES, build_parser, credentials, flag_params
 from wrapper._cli._routes import load_routes
@@ -36,6 +38,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m wrapper") 
 
         return sandbox_main(argv[1:])
     args = build_parser(prog).parse_args(argv)
+    if args.command == "cache":
+        return run_cache(args)
     usage: argparse.ArgumentParser = args.command_parser
     if args.command == "batch" and _same_file(args.input, args.output):
         usage.error(

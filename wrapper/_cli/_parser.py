@@ -1,4 +1,4 @@
-"""The command line's grammar: ``complete`` and ``batch`` per provider, and ``sandbox``."""
+"""The command line's grammar: ``complete`` and ``batch`` per provider, ``cache`` and ``sandbox``."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 
 from wrapper import apis as _api
 from wrapper._cli._batch_command import REFUSALS_TO_STOP
+from wrapper._cli._cache_command import add_cache_parser
 from wrapper._cli._routes import ROUTES_HELP
 
 __all__ = ["ROUTES", "build_parser", "credentials", "flag_params"]
@@ -53,6 +54,7 @@ def build_parser(prog: str = "python -m wrapper") -> argparse.ArgumentParser:
         if name == "batch":
             _routes_parser(providers)
         usages.append(_unlabelled(overview.format_usage()))
+    usages.append(f"  {prog} " + add_cache_parser(commands))
     sandbox = commands.add_parser(
         "sandbox", help="serve both APIs locally (python -m wrapper.sandbox)", add_help=False
     )
