@@ -23,6 +23,7 @@ CORE = ("wrapper._core", "wrapper._generated", "wrapper.apis", "wrapper.errors",
 descriptors, its errors and its testing switch."""
 EXTRAS = {
     "batch": ("wrapper.batch",),
+    "cache": ("wrapper.cache",),
     "router": ("wrapper.router",),
     "command line": ("wrapper._cli", "wrapper.__main__"),
     "sandbox": ("wrapper.sandbox",),

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
-from urllib.parse import urlsplit
 
 __all__ = ["STORE_HELP", "add_cache_parser", "run_cache"]
 
@@ -32,11 +30,11 @@ def add_cache_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
 def run_cache(args: argparse.Namespace) -> int:
     """Run ``cache stats`` or ``cache clear``: 0 done, 1 the store failed, 2 no cache at that path."""
     from wrapper.cache import open_store
-    from wrapper.cache._redis import SCHEMES
 
-    if urlsplit(args.store).scheme not in SCHEMES and not Path(args.store).expanduser().is_file():
-        args.command_parser.error(f"there is no cache at {args.store} (no such file)")
-    store = open_store(args.store)
+    try:
+        store = open_store(args.store, create=False)
+    except FileNotFoundError as exc:
+        args.command_parser.error(str(exc))
     try:
         if args.action == "stats":
             stats = store.stats()

@@ -17,10 +17,11 @@ _opened: dict[tuple[str, str], Store] = {}
 _lock = threading.Lock()
 
 
-def open_store(cache: str | os.PathLike[str] | Store) -> Store:
+def open_store(cache: str | os.PathLike[str] | Store, *, create: bool = True) -> Store:
     """The store ``cache`` names: itself if it is a ``Store``; a ``RedisStore`` for a ``redis://`` (or
-    ``rediss://``, ``unix://``) URL; else a ``SQLiteStore`` of that file. A path or URL gives the same
-    store each time in a process, so every client naming it shares its state."""
+    ``rediss://``, ``unix://``) URL; else a ``SQLiteStore`` of that file (``create=False``: a path that
+    is no file is a ``FileNotFoundError``, and nothing is created). A path or URL gives the same store
+    each time in a process, so every client naming it shares its state."""
     if isinstance(cache, Store):
         return cache
     if isinstance(cache, str) and urlsplit(cache).scheme in SCHEMES:
@@ -32,6 +33,8 @@ def open_store(cache: str | os.PathLike[str] | Store) -> Store:
             "cache must be a path (an SQLite file), a redis:// URL or a store from wrapper.cache; "
             f"got {cache!r}"
         )
+    if where[0] == "sqlite" and not create and not Path(where[1]).is_file():
+        raise FileNotFoundError(f"there is no cache at {cache} (no such file)")
     with _lock:
         store = _opened.get(where)
         if store is None:

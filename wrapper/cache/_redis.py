@@ -93,16 +93,14 @@ class RedisStore(Store):
         return removed
 
     def stats(self) -> StoreStats:
-        entries = size = 0
+        size = 0
         names = list(self._keys())
         for start in range(0, len(names), _BATCH):
             pipe = self._client.pipeline(transaction=False)
             for name in names[start : start + _BATCH]:
                 pipe.strlen(name)
-            lengths = [int(n) for n in pipe.execute() if n]  # 0: expired since the scan
-            entries += len(lengths)
-            size += sum(lengths)
-        return StoreStats(self.location, entries, size, self.ttl)
+            size += sum(int(length) for length in pipe.execute())
+        return StoreStats(self.location, len(names), size, self.ttl)
 
     def close(self) -> None:
         self._client.close()
