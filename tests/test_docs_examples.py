@@ -119,11 +119,7 @@ def _environment(sandbox: Sandbox) -> dict[str, str]:
     """This process's environment, with the docs' variables pointed at ``sandbox`` instead of the reader's."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SGP_", "GRADIENT_", "OTEL_", "PYTEST_"))}
     env.update(
-        SGP_API_KEY="sandbox",
-        SGP_CLIENT_BASE_URL=sandbox.scale_base_url,
-        GRADIENT_ACCESS_TOKEN="sandbox",
-        GRADIENT_WORKSPACE_ID="sandbox",
-        GRADIENT_API_URL=sandbox.gradient_base_url,
+        sandbox.environ("sandbox"),
         PYTHONUNBUFFERED="1",
         PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",  # only USER_PLUGINS
     )

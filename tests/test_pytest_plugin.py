@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from importlib.metadata import entry_points
 
 import pytest
@@ -96,3 +97,90 @@ def test_without_the_sandbox_extra_only_the_fixtures_fail_naming_the_extra(pytes
         ["*the sandbox fixtures need the sandbox extra (uvicorn is missing): pip install *"]
     )
     assert install_command("sandbox").search(result.stdout.str())
+
+
+A_CALLER_LEAVES_THEN_THE_NEXT_TEST_COUNTS = """
+import pytest
+from wrapper import errors
+from wrapper.sandbox import Stats
+
+
+def test_a_caller_gives_up_during_a_delay(sandbox, scale_client):
+    sandbox.inject(delay=30)
+    with pytest.raises(errors.APITimeoutError):
+        scale_client.with_options(timeout=0.2, max_retries=0).complete("llama-3-8b-instruct", "Alice")
+
+
+def test_the_next_test_counts_its_own_requests_only(sandbox, scale_client):
+    assert scale_client.complete("llama-3-8b-instruct", "Alice", max_tokens=2).text
+    assert sandbox.stats() == Stats(requests=1, in_flight=0, max_in_flight=1)
+    assert [exchange.status for exchange in sandbox.exchanges] == [200]
+"""
+
+
+def test_a_request_an_earlier_test_gave_up_on_is_not_counted_in_the_next(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_user=A_CALLER_LEAVES_THEN_THE_NEXT_TEST_COUNTS)
+    _run(pytester).assert_outcomes(passed=2)
+
+
+USING_THE_ENVIRONMENT = """
+import os
+
+import pytest
+
+from wrapper.gradient import AsyncGradient
+from wrapper.scale import Scale
+
+
+def make_scale():  # the application's own factory: its settings come from the environment
+    return Scale()
+
+
+def test_clients_built_from_the_environment_use_the_sandbox(sandbox_env):
+    with make_scale() as scale:
+        assert scale.complete("llama-3-8b-instruct", "Alice", max_tokens=2).response_tokens == 2
+    assert os.environ["SGP_CLIENT_BASE_URL"] == sandbox_env.scale_base_url
+    assert [e.path for e in sandbox_env.exchanges] == ["/v4/models/llama-3-8b-instruct/completions"]
+
+
+@pytest.mark.asyncio
+async def test_async_clients_too(sandbox_env):
+    async with AsyncGradient() as gradient:
+        answer = await gradient.complete("nous-hermes2", "Is Alice tall?", guidance=["yes", "no"])
+    assert answer.text in ("yes", "no")
+    assert sandbox_env.stats().requests == 1
+
+
+def test_the_environment_is_the_users_again_after(sandbox):
+    assert os.environ["SGP_CLIENT_BASE_URL"] == "https://scale.example"
+    assert "GRADIENT_ACCESS_TOKEN" not in os.environ
+"""
+
+
+def test_sandbox_env_points_clients_built_from_the_environment_at_the_sandbox(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in [name for name in os.environ if name.startswith(("SGP_", "GRADIENT_"))]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("SGP_CLIENT_BASE_URL", "https://scale.example")
+    pytester.makepyfile(test_user=USING_THE_ENVIRONMENT)
+    _run(pytester).assert_outcomes(passed=3)
+
+
+def test_a_failing_test_shows_what_the_sandbox_answered(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_user="""
+        def test_fails(sandbox, scale_client):
+            sandbox.inject("status=503;retry-after=0")
+            scale_client.with_options(max_retries=0).complete("llama-3-8b-instruct", "Alice")
+        """
+    )
+    result = _run(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*- Captured log call -*",
+            "INFO *wrapper.sandbox* POST /v4/models/llama-3-8b-instruct/completions 503 *s"
+            " fault=status=503;retry-after=0 id=sandbox-*",
+        ]
+    )

@@ -23,9 +23,9 @@ def test_help_lists_the_models_the_rag_collection_the_triggers_and_the_faults() 
         [sys.executable, "-m", "wrapper.sandbox", "--help"], capture_output=True, text=True, check=True
     )
     for expected in ("--port", "--seed", "--rpm", "--tpm", "--api-key", "--access-token", "--any-model",
-                     "--fault", "compose", "Retry-After", "nous-hermes2",
-                     "llama-3-8b-instruct", "wonderland", "contraband", "__fail__", "x-sandbox-fault",
-                     "retry-after", "cut=K", "malformed"):  # fmt: skip
+                     "--max-body", "--client-timeout", "--log", "--fault", "compose", "Retry-After",
+                     "nous-hermes2", "llama-3-8b-instruct", "wonderland", "contraband", "__fail__",
+                     "x-sandbox-fault", "retry-after", "cut=K", "malformed"):  # fmt: skip
         assert expected in out.stdout
 
 
@@ -38,8 +38,9 @@ def test_help_is_plain_text_without_the_docstrings_markup() -> None:
 
 
 @contextmanager
-def _cli_sandbox(*args: str) -> Iterator[str]:
-    """``python -m wrapper.sandbox --port 0 ARGS`` in a process of its own; its URL, read from its banner."""
+def _cli_sandbox(*args: str, stderr: list[str] | None = None) -> Iterator[str]:
+    """``python -m wrapper.sandbox --port 0 ARGS`` in a process of its own; its URL, read from its banner.
+    Once it has stopped, what it wrote to stderr is appended to ``stderr``."""
     process = subprocess.Popen(
         [sys.executable, "-m", "wrapper.sandbox", "--port", "0", *args],
         stdout=subprocess.PIPE,
@@ -55,7 +56,9 @@ def _cli_sandbox(*args: str) -> Iterator[str]:
         yield shown[1]
     finally:
         process.terminate()
-        process.communicate(timeout=10)
+        _, errors = process.communicate(timeout=10)
+        if stderr is not None:
+            stderr.append(errors)
 
 
 @pytest.fixture
@@ -122,6 +125,37 @@ def test_a_bad_fault_rule_is_a_usage_error() -> None:
     )
     assert run.returncode == 2
     assert "--fault: 'status=oops'" in run.stderr
+
+
+def test_log_max_body_and_client_timeout_set_the_request_log_and_the_guards() -> None:
+    stderr: list[str] = []
+    with _cli_sandbox("--log", "--max-body", "100", "--client-timeout", "0.5", stderr=stderr) as url:
+        scale = f"{url}/v4/models/llama-3-8b-instruct/completions"
+        headers = {"x-api-key": "k", "x-sandbox-fault": "status=503"}
+        assert httpx.post(scale, json={"prompt": "Alice"}, headers=headers).status_code == 503
+        assert httpx.post(scale, json={"prompt": "Alice" * 30}, headers=headers).status_code == 413
+        host, port = url.removeprefix("http://").rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=10) as idle:
+            assert idle.recv(1) == b""  # closed by the sandbox, well before the socket's 10 s
+    lines = re.findall(r"POST /v4/models/llama-3-8b-instruct/completions .*", stderr[0])
+    assert re.fullmatch(r"POST \S+ 503 \d+\.\d{3}s fault=status=503 id=sandbox-1", lines[0])
+    assert re.fullmatch(r"POST \S+ 413 \d+\.\d{3}s id=sandbox-2", lines[1])
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "why"),
+    [
+        ("--max-body", "0", "must be a whole number of bytes >= 1, not '0'"),
+        ("--max-body", "1e6", "must be a whole number of bytes >= 1, not '1e6'"),
+        ("--client-timeout", "0", "must be a positive number, not '0'"),
+    ],
+)
+def test_a_bad_limit_is_a_usage_error(flag: str, value: str, why: str) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "wrapper.sandbox", flag, value], capture_output=True, text=True, timeout=30
+    )
+    assert run.returncode == 2
+    assert f"argument {flag}: {why}" in run.stderr
 
 
 def test_only_the_credentials_given_are_accepted_and_any_model_id_is_served() -> None:

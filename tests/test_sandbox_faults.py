@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import httpx
 import pytest
@@ -186,3 +187,22 @@ def test_queued_rules_compose_each_matching_one_firing(recording_sandbox: Sandbo
     assert second == Fault(status=429, retry_after_ms=5, delay=0.01)
     assert third is None
     assert recording_sandbox.app.faults.rules() == []
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        Fault(status=429, retry_after=1.5, retry_after_ms=250),
+        Fault(delay=0.01, pace=0.01, event="ping"),
+        Fault(malformed="shape"),
+        Fault(end=0, bom=True, done=True, unterminated=True),
+    ],
+    ids=str,
+)
+def test_a_fault_reads_as_the_rule_that_makes_it(
+    recording_sandbox: Sandbox, scale: Scale, fault: Fault
+) -> None:
+    recording_sandbox.inject(str(fault))  # as the request log and Exchange.fault show it
+    with contextlib.suppress(errors.APIError):
+        list(scale.stream(MODEL, "Alice", max_tokens=2))
+    assert recording_sandbox.exchanges[-1].fault == fault

@@ -1,9 +1,14 @@
 """pytest fixtures backed by the sandbox, registered as a ``pytest11`` plugin with the ``sandbox`` extra.
 
-- ``sandbox_session``: one running :class:`~wrapper.sandbox.Sandbox` (seed 0) for the whole session;
-- ``sandbox``: that sandbox, reset for each test (no fault queued, stats from zero, full rate budgets,
-  sampling reseeded), so a test sees the same answers whatever ran before it; faults it injects are
-  cleared when it ends;
+- ``sandbox_session``: one running :class:`~wrapper.sandbox.Sandbox` (seed 0) for the whole session,
+  recording its exchanges and logging each request (pytest shows the lines of a failing test);
+- ``sandbox``: that sandbox, reset for each test (no fault queued, stats and exchanges from zero, full
+  rate budgets, sampling reseeded), so a test sees the same answers and counts whatever ran before it
+  (a request an earlier test left behind counts in none of them); faults it injects are cleared when it
+  ends;
+- ``sandbox_env``: ``sandbox``, with the environment variables of both APIs (``SGP_API_KEY``,
+  ``SGP_CLIENT_BASE_URL``, ``GRADIENT_ACCESS_TOKEN``, ...) pointing at it for the test, so that clients
+  your code builds from the environment (``Scale()``, ``AsyncGradient()``) use it;
 - ``scale_client``, ``gradient_client``: :class:`~wrapper.scale.Scale` / :class:`~wrapper.gradient.Gradient`
   on ``sandbox`` (10 s timeout, default retries), closed after the test;
 - ``async_scale_client``, ``async_gradient_client``: the async clients, the same way (need pytest-asyncio).
@@ -35,6 +40,7 @@ __all__ = [
     "async_scale_client",
     "gradient_client",
     "sandbox",
+    "sandbox_env",
     "sandbox_session",
     "scale_client",
 ]
@@ -61,17 +67,27 @@ def _sandbox_class() -> type[Sandbox]:
 
 @pytest.fixture(scope="session")
 def sandbox_session() -> Iterator[Sandbox]:
-    """A sandbox serving both APIs on a free port for the whole session (seed 0)."""
-    with _sandbox_class()(seed=0) as sb:
+    """A sandbox serving both APIs on a free port for the whole session (seed 0), recording its exchanges
+    and logging each request."""
+    with _sandbox_class()(seed=0, record=True, log=True) as sb:
         yield sb
 
 
 @pytest.fixture
 def sandbox(sandbox_session: Sandbox) -> Iterator[Sandbox]:
-    """The session's sandbox, reset for this test: no fault, fresh stats, sampling reseeded."""
+    """The session's sandbox, reset for this test: no fault, fresh stats and exchanges, sampling reseeded."""
     sandbox_session.reset()
     yield sandbox_session
     sandbox_session.clear_faults()
+
+
+@pytest.fixture
+def sandbox_env(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> Sandbox:
+    """``sandbox``, with each API's environment variables (base URL and credentials) pointing at it for
+    this test: clients built from the environment use it."""
+    for name, value in sandbox.environ(CREDENTIAL).items():
+        monkeypatch.setenv(name, value)
+    return sandbox
 
 
 def _client(sandbox: Sandbox, api: Api, asynchronous: bool) -> Any:

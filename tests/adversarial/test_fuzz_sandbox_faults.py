@@ -7,6 +7,7 @@ the requests that follow get either a normal answer or the fault asked for; neve
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from dataclasses import fields
 from typing import Any
@@ -145,15 +146,18 @@ def test_fault_headers_are_refused_or_obeyed(
     http: httpx.Client, header: str, api: tuple[str, dict[str, Any], dict[str, str]]
 ) -> None:
     try:
-        fault: Fault | None = parse_rule(header).fault
+        rule = parse_rule(header)
     except ValueError:  # the sandbox's own reading of the header: it must then refuse it
-        fault = None
+        fault: Fault | None = None
     else:
+        fault = rule.fault
         assume(fault.delay <= 1)  # a longer wait only times the client out
         assume(fault.status is None or fault.status >= 200)  # 1xx are no final answer
     path, body, headers = api
+    # a request id of its own: a count in the header starts afresh, whatever earlier examples sent
+    headers = {**headers, "x-sandbox-fault": header, "x-request-id": uuid.uuid4().hex}
     try:
-        response = http.post(path, json=body, headers={**headers, "x-sandbox-fault": header})
+        response = http.post(path, json=body, headers=headers)
     except httpx.LocalProtocolError:
         # Refused by the client, not the sandbox: h11 sends no header value with leading or trailing
         # whitespace (RFC 9110 excludes it from a field value), so this request never left.
@@ -165,6 +169,12 @@ def test_fault_headers_are_refused_or_obeyed(
         return
     if fault is None:
         _expect_refused(api, response)
+        return
+    api_name, model = ("scale", "llama-3-8b-instruct") if api is SCALE else ("gradient", "nous-hermes2")
+    if (rule.api or api_name) != api_name or (rule.model or model) != model or rule.rate == 0:
+        _expect_obeyed(api, Fault(), response)  # the header selects other requests: served as usual
+    elif rule.rate < 1:  # the seeded draw decides: obeyed or served, by the app (a crash has no request id)
+        assert response.headers.get("x-request-id", "").startswith("sandbox-"), response.text
     else:
         assert not fault.reset, f"{header!r} asked to reset the connection"
         assert fault.cut is None, f"{header!r} asked to cut the connection"

@@ -30,10 +30,19 @@ chunks), ``cut=3`` (abort a stream after 3 chunks; a plain request is reset), ``
 ``keepalive=0.5`` (comments while waiting), ``end=2`` (ends without its final chunk), ``event=ping``,
 ``bom``, ``done`` (``data: [DONE]``), ``unterminated``; selected by ``count=N`` (default 1),
 ``rate=0.2`` (seeded), ``api=gradient|scale``, ``model=ID``. Queued rules compose: each one matching a
-request fires on it (the first queued wins a key two of them set).
+request fires on it (the first queued wins a key two of them set). A header's ``count=N`` hits the first
+N requests carrying it with the same ``idempotency-key`` or ``x-request-id`` (a call and its retries).
 Credentials: any is accepted but ``invalid`` (401), unless ``Sandbox(api_key=..., access_token=...)``
-(``--api-key``, ``--access-token``) names the only one each API takes. ``Sandbox(any_model=True)``
-(``--any-model``) serves an unknown model id with its API's first model instead of a 404.
+(``--api-key``, ``--access-token``) names the only one each API takes; ``/_sandbox/faults`` and
+``/_sandbox/stats`` then want one of those too. ``Sandbox(any_model=True)`` (``--any-model``) serves an
+unknown model id with its API's first model instead of a 404.
+Bad clients: a body over ``max_body`` bytes (1 MiB; ``--max-body``) is answered 413 unread; a request
+head not sent whole within ``client_timeout`` seconds (10; ``--client-timeout``) closes the connection,
+a body not sent whole within it after the head is answered 408; a body that is not JSON (``NaN``,
+``Infinity``, nesting deeper than 64 levels) gets its API's validation error.
+``Sandbox(log=True)`` (``--log``) logs a line per request; ``Sandbox(record=True)`` keeps each
+``Exchange`` in ``exchanges``; ``Sandbox.environ()`` gives the ``SGP_*``/``GRADIENT_*`` variables that
+point clients built from the environment at it.
 Rate limits (``Sandbox(rpm=60, tpm=10_000)``, ``--rpm``/``--tpm``) apply per credential (Scale's
 ``x-api-key``, Gradient's bearer token), paced per second as real services do: each credential's
 budget holds a second's share of the per-minute limit and refills continuously. A request costs the
@@ -48,7 +57,6 @@ The details, with each Gradient error's status: ``python -m wrapper.sandbox --he
 from __future__ import annotations
 
 import contextlib
-import errno
 import re
 import signal
 import socket
@@ -62,10 +70,14 @@ import uvicorn
 from wrapper import apis as _api
 
 from . import _catalog
-from ._app import Exchange, SandboxApp, Stats
+from ._app import SandboxApp
 from ._faults import Fault, make_rule, parse_rule
 from ._faults import __doc__ as _FAULTS_DOC
+from ._guards import CLIENT_TIMEOUT, MAX_BODY
 from ._handler import FAULT_HEADER, registry
+from ._records import Exchange, Stats
+from ._server import listen, server
+from ._validate import MAX_DEPTH
 
 __all__ = ["HELP", "Exchange", "Fault", "Sandbox", "Stats", "serve"]
 
@@ -93,11 +105,19 @@ tokens (default: {default_max}) at admission, corrected to prompt plus generated
 answered; a request over budget gets 429 in the API's error shape, with Retry-After (whole seconds,
 rounded up) and retry-after-ms. GET /_sandbox/stats counts these 429s as rate_limited.
 
+Bad clients: a request body over --max-body bytes (default {MAX_BODY}) is answered 413 before it is
+read; a client that has not sent a request's head {CLIENT_TIMEOUT:g} s (--client-timeout) after connecting
+or after its last answer has its connection closed, and one whose body is not whole that long after its
+head is answered 408. A body that is not JSON (NaN, Infinity, nesting deeper than {MAX_DEPTH} levels) gets
+the API's validation error.
+
 Fault injection: header `{FAULT_HEADER}: status=429;retry-after=1` (this request), POST /_sandbox/faults
 with JSON {{"status": 503, "count": 2, "api": "scale"}} (DELETE clears), Sandbox.inject(...), or
 --fault 'status=503;count=2' (repeatable) at start.
 {faults}
-Sandbox routes: GET /_sandbox/models, GET|DELETE /_sandbox/stats, GET|POST|DELETE /_sandbox/faults.
+Sandbox routes: GET /_sandbox/models, GET|DELETE /_sandbox/stats, GET|POST|DELETE /_sandbox/faults
+(with {flags}, the last two take only that credential, sent as its API takes it).
+--log prints a line per request to stderr: method, path, status, seconds, fault and request id.
 """
 
 
@@ -110,50 +130,6 @@ HELP = _plain(_help())
 """What ``--help`` prints after the options: models, RAG collection, triggers, fault injection."""
 
 
-def _server(app: SandboxApp, host: str, port: int) -> uvicorn.Server:
-    config = uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        lifespan="off",
-        access_log=False,
-        log_config=None,
-        log_level="warning",
-        timeout_graceful_shutdown=2,
-    )
-    server = uvicorn.Server(config)
-    app.connections = lambda: server.server_state.connections  # type: ignore[assignment, return-value]
-    return server
-
-
-def _checked_port(port: int) -> int:
-    """``port`` if a TCP port can have that number (0: any free one); else ``ValueError`` giving the range."""
-    if not 0 <= port <= 65535:
-        raise ValueError(f"must be from 0 to 65535 (0: any free port), not {port}")
-    return port
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    """A socket listening on ``host:port``; ``OSError`` naming the address when it can't be bound."""
-    try:
-        _checked_port(port)
-    except ValueError as exc:
-        raise ValueError(f"port {exc}") from None
-    # proto=IPPROTO_TCP lets asyncio set TCP_NODELAY on the connections (else Nagle adds 40 ms a request)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    listener = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((host, port))
-        listener.listen(2048)
-    except OSError as exc:
-        listener.close()
-        busy = " (the port is busy: another server listens on it; pick another port)"
-        why = busy if exc.errno == errno.EADDRINUSE else ""
-        raise OSError(exc.errno, f"cannot listen on {host}:{port}: {exc.strerror}{why}") from None
-    return listener
-
-
 def serve(
     host: str = "127.0.0.1",
     port: int = 3026,
@@ -164,6 +140,9 @@ def serve(
     api_key: str | None = None,
     access_token: str | None = None,
     any_model: bool = False,
+    max_body: int = MAX_BODY,
+    client_timeout: float = CLIENT_TIMEOUT,
+    log: bool = False,
     faults: Iterable[str] = (),
 ) -> None:
     """Serve the sandbox in the foreground until interrupted, printing where once the port is bound.
@@ -171,15 +150,25 @@ def serve(
     The options are ``Sandbox``'s; ``faults`` are rules (``"status=503;count=2"``) queued at start.
     ``ValueError`` for a port out of range, ``OSError`` (naming the address) when the port can't be bound.
     """
-    app = _app(seed, rpm, tpm, api_key, access_token, any_model)
+    app = _app(
+        api_key,
+        access_token,
+        seed=seed,
+        rpm=rpm,
+        tpm=tpm,
+        any_model=any_model,
+        max_body=max_body,
+        client_timeout=client_timeout,
+        log=log,
+    )
     for rule in faults:
         app.faults.add(parse_rule(rule))
-    server = _server(app, host, port)
-    with _listen(host, port) as listener, _interrupt_stops(server) as interrupted:
+    uvicorn_server = server(app, host, port)
+    with listen(host, port) as listener, _interrupt_stops(uvicorn_server) as interrupted:
         url = "http://{}:{}".format(*listener.getsockname()[:2])
         where = ", ".join(f"{h.title} at {url}{h.api.sandbox_path}" for h in registry().values())
         print(f"Sandbox: {where}", flush=True)
-        server.run(sockets=[listener])
+        uvicorn_server.run(sockets=[listener])
     if interrupted:
         raise KeyboardInterrupt
 
@@ -205,20 +194,14 @@ def _interrupt_stops(server: uvicorn.Server) -> Iterator[list[int]]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _app(
-    seed: int | None,
-    rpm: float | None,
-    tpm: float | None,
-    api_key: str | None,
-    access_token: str | None,
-    any_model: bool,
-) -> SandboxApp:
+def _app(api_key: str | None, access_token: str | None, **options: Any) -> SandboxApp:
+    """The app of ``serve`` and ``Sandbox``, taking only ``api_key``/``access_token`` when given."""
     given = {"api_key": api_key, "access_token": access_token}
     for option, value in given.items():
         if value is not None and (not value or value.strip() != value):
             raise ValueError(f"{option} must be a non-empty string without surrounding spaces, not {value!r}")
     credentials = {name: given.get(handler.checked.keyword) for name, handler in registry().items()}
-    return SandboxApp(seed, rpm=rpm, tpm=tpm, credentials=credentials, any_model=any_model)
+    return SandboxApp(credentials=credentials, **options)
 
 
 class Sandbox:
@@ -226,10 +209,14 @@ class Sandbox:
 
     ``rpm``/``tpm`` limit requests and tokens per minute for each credential (None: no limit); a request
     over a limit is answered 429 with ``Retry-After`` and ``retry-after-ms``. ``api_key`` (Scale) and
-    ``access_token`` (Gradient) make that the only credential accepted (None: any but ``invalid``);
+    ``access_token`` (Gradient) make that the only credential accepted (None: any but ``invalid``), on
+    the APIs' routes and on the sandbox's own ``/_sandbox/faults`` and ``/_sandbox/stats``;
     ``any_model=True`` serves an unknown model id with the API's first model instead of a 404 (for
     placeholder ids such as the vendors' SDK tests use). ``record=True`` keeps every exchange in
-    ``exchanges``.
+    ``exchanges``; ``log=True`` logs a line per request (logger ``wrapper.sandbox``, INFO; to stderr
+    when nothing else shows it). A request body over ``max_body`` bytes is answered 413 unread; a client
+    that takes over ``client_timeout`` seconds to send a request's head has its connection closed, and
+    one that slow with its body is answered 408.
     """
 
     def __init__(
@@ -239,13 +226,26 @@ class Sandbox:
         host: str = "127.0.0.1",
         port: int = 0,
         record: bool = False,
+        log: bool = False,
         rpm: float | None = None,
         tpm: float | None = None,
         api_key: str | None = None,
         access_token: str | None = None,
         any_model: bool = False,
+        max_body: int = MAX_BODY,
+        client_timeout: float = CLIENT_TIMEOUT,
     ) -> None:
-        self.app = _app(seed, rpm, tpm, api_key, access_token, any_model)
+        self.app = _app(
+            api_key,
+            access_token,
+            seed=seed,
+            rpm=rpm,
+            tpm=tpm,
+            any_model=any_model,
+            max_body=max_body,
+            client_timeout=client_timeout,
+            log=log,
+        )
         if record:
             self.app.exchanges = []
         self._host, self._port = host, port
@@ -279,8 +279,8 @@ class Sandbox:
         """Bind the port and serve until ``stop``; returns once the server accepts connections."""
         if self._thread is not None:
             raise RuntimeError("the sandbox is already running")
-        self._socket = _listen(self._host, self._port)
-        self._server = _server(self.app, self._host, self._port)
+        self._socket = listen(self._host, self._port)
+        self._server = server(self.app, self._host, self._port)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._socket]}, name="wrapper-sandbox", daemon=True
         )
@@ -323,9 +323,22 @@ class Sandbox:
         """Drop every queued fault."""
         self.app.faults.clear()
 
+    def environ(self, credential: str = "sandbox") -> dict[str, str]:
+        """The environment variables that point clients built from the environment (``Scale()``,
+        ``Gradient()``, ``python -m wrapper``) at this sandbox: each API's base URL and credentials (the
+        one the sandbox takes, where it was given one; else ``credential``). Only while running."""
+        env = {}
+        for name, handler in registry().items():
+            env[handler.api.base_url_env] = self.base_url(name)
+            for each in handler.api.credentials:
+                accepted = self.app.credentials[name] if each == handler.checked else None
+                env[each.env] = accepted or credential
+        return env
+
     @property
     def exchanges(self) -> list[Exchange]:
-        """Every vendor-route exchange so far, with the bytes sent back (only with ``record=True``)."""
+        """Every request to the APIs' routes since the last reset, in order of arrival, with what the sandbox
+        sent back (only with ``record=True``)."""
         if self.app.exchanges is None:
             raise RuntimeError("create the sandbox with record=True to record exchanges")
         return self.app.exchanges
@@ -340,6 +353,7 @@ class Sandbox:
         self.app.counter.reset()
 
     def reset(self) -> None:
-        """Back to how it started: no fault queued, stats (and recorded exchanges) cleared, every rate
-        budget full, and sampling reseeded, so what follows answers as a fresh sandbox would."""
+        """Back to how it started: no fault queued (nor any ``x-sandbox-fault`` header's count kept), stats
+        and recorded exchanges cleared (requests still being answered count in neither), every rate budget
+        full, and sampling reseeded, so what follows answers as a fresh sandbox would."""
         self.app.reset()

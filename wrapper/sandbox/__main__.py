@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import HELP, _checked_port, serve
+from . import HELP, serve
 from ._catalog import REJECTED_CREDENTIAL
 from ._faults import parse_rule
+from ._guards import CLIENT_TIMEOUT, MAX_BODY
 from ._handler import registry
 from ._limits import checked_limit
+from ._server import checked_port
 
 
 def _fault(text: str) -> str:
@@ -28,19 +30,26 @@ def _port(text: str) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
     try:
-        return _checked_port(port)
+        return checked_port(port)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _per_minute(text: str) -> float:
-    """A ``--rpm``/``--tpm`` value: a positive number."""
+def _positive(text: str) -> float:
+    """A ``--rpm``/``--tpm``/``--client-timeout`` value: a positive number."""
     try:
-        value = checked_limit("the limit", float(text))
+        value = checked_limit("the value", float(text))
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a positive number, not {text!r}") from None
     assert value is not None
     return value
+
+
+def _bytes(text: str) -> int:
+    """A ``--max-body`` value: a whole number of bytes >= 1."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of bytes >= 1, not {text!r}")
+    return int(text)
 
 
 INTERRUPTED = 130
@@ -62,10 +71,10 @@ def main(argv: list[str] | None = None) -> int:
         "--seed", type=int, default=0, help="seed for sampling and fault rates (default: %(default)s)"
     )
     parser.add_argument(
-        "--rpm", type=_per_minute, metavar="N", help="requests per minute per credential (default: no limit)"
+        "--rpm", type=_positive, metavar="N", help="requests per minute per credential (default: no limit)"
     )
     parser.add_argument(
-        "--tpm", type=_per_minute, metavar="N", help="tokens per minute per credential (default: no limit)"
+        "--tpm", type=_positive, metavar="N", help="tokens per minute per credential (default: no limit)"
     )
     handlers = registry().values()
     for handler in handlers:
@@ -79,6 +88,26 @@ def main(argv: list[str] | None = None) -> int:
         "--any-model",
         action="store_true",
         help="serve an unknown model id with its API's first model instead of a 404 (for placeholder ids)",
+    )
+    parser.add_argument(
+        "--max-body",
+        type=_bytes,
+        default=MAX_BODY,
+        metavar="BYTES",
+        help="answer 413 to a request body over this many bytes, unread (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--client-timeout",
+        type=_positive,
+        default=CLIENT_TIMEOUT,
+        metavar="SECONDS",
+        help="close a connection whose request head takes longer; answer 408 to a body that does "
+        "(default: %(default)g)",
+    )
+    parser.add_argument(
+        "--log",
+        action="store_true",
+        help="print a line per request to stderr: method, path, status, seconds, fault, request id",
     )
     parser.add_argument(
         "--fault",
@@ -98,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
             tpm=args.tpm,
             **{h.checked.keyword: getattr(args, h.checked.keyword) for h in handlers},
             any_model=args.any_model,
+            max_body=args.max_body,
+            client_timeout=args.client_timeout,
+            log=args.log,
             faults=args.fault,
         )
     except KeyboardInterrupt:  # Ctrl-C: the way to stop it, so no traceback

@@ -1,7 +1,9 @@
 """The sandbox's ASGI app: each API's completion route, its own ``/_sandbox/`` routes, and stats.
 
-Every vendor request takes the same steps here (fault, credential, headers, body, rate limits, model);
-what differs between APIs is asked of the request's handler (``_handler.Handler``), one per API.
+Every vendor request takes the same steps here (body, fault, credential, headers, body validation, rate
+limits, model); what differs between APIs is asked of the request's handler (``_handler.Handler``), one
+per API. Every request becomes an ``Exchange`` (``_records``), logged with ``log=True``; those to the APIs'
+routes are counted in the stats, given an ``x-request-id``, and kept with ``record=True``.
 """
 
 from __future__ import annotations
@@ -11,10 +13,10 @@ import itertools
 import json
 import math
 import random
-import threading
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from contextlib import aclosing
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from functools import partial
 from typing import Protocol
 
@@ -27,10 +29,16 @@ from starlette.types import Message, Receive, Scope, Send
 
 from . import _catalog
 from ._faults import Fault, FaultPlan, make_rule, parse_rule
+from ._guards import CLIENT_TIMEOUT, MAX_BODY, BodyRefused, read_body, same
 from ._handler import FAULT_HEADER, Call, Handler, registry
-from ._limits import RateLimits
+from ._limits import RateLimits, checked_limit
 from ._lm import LanguageModel
-from ._validate import Invalid, request_body
+from ._log import enable, logger
+from ._records import Counter, Exchange, redacted
+from ._validate import Invalid, parse_json, request_body
+
+_REQUEST_ID_HEADERS = ("idempotency-key", "x-request-id")
+"""The request headers that identify a call and its retries, for an ``x-sandbox-fault`` header's count."""
 
 
 class _Anything(Convertor[str]):
@@ -53,60 +61,6 @@ class _Connection(Protocol):
     transport: asyncio.Transport
 
 
-@dataclass(frozen=True)
-class Stats:
-    """Requests to the vendor routes since the last reset: served, in flight now, most in flight at once,
-    and answered 429 by the rate limiter (``Sandbox(rpm=..., tpm=...)``; injected faults not counted)."""
-
-    requests: int
-    in_flight: int
-    max_in_flight: int
-    rate_limited: int = 0
-
-
-@dataclass
-class Exchange:
-    """One vendor-route request and what the sandbox sent back (``status`` None: no response at all)."""
-
-    method: str
-    path: str
-    status: int | None = None
-    headers: dict[str, str] = field(default_factory=dict)
-    body: bytes = b""
-    fault: Fault | None = None
-    aborted: bool = False  # a fault aborted the connection, or the client left: nothing more was sent
-
-
-class _Counter:
-    """Counts vendor-route requests; one stays in flight until its last body byte is handed to the server."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.requests = self.in_flight = self.max_in_flight = self.rate_limited = 0
-
-    def enter(self) -> None:
-        with self._lock:
-            self.requests += 1
-            self.in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self.in_flight)
-
-    def leave(self) -> None:
-        with self._lock:
-            self.in_flight -= 1
-
-    def limited(self) -> None:
-        with self._lock:
-            self.rate_limited += 1
-
-    def snapshot(self) -> Stats:
-        with self._lock:
-            return Stats(self.requests, self.in_flight, self.max_in_flight, self.rate_limited)
-
-    def reset(self) -> None:
-        with self._lock:
-            self.requests, self.max_in_flight, self.rate_limited = 0, self.in_flight, 0
-
-
 class SandboxApp:
     """The ASGI app. ``connections`` lists the server's open connections, so faults can abort one."""
 
@@ -118,7 +72,21 @@ class SandboxApp:
         tpm: float | None = None,
         credentials: dict[str, str | None] | None = None,
         any_model: bool = False,
+        max_body: int = MAX_BODY,
+        client_timeout: float = CLIENT_TIMEOUT,
+        log: bool = False,
     ) -> None:
+        if isinstance(max_body, bool) or not isinstance(max_body, int) or max_body < 1:
+            raise ValueError(f"max_body must be a whole number of bytes >= 1, not {max_body!r}")
+        self.max_body = max_body
+        """The largest request body read, in bytes; a larger one is answered 413."""
+        self.client_timeout = checked_limit("client_timeout", client_timeout) or CLIENT_TIMEOUT
+        """Seconds a client has to send a request's head, then its body (``_server`` closes the connection
+        of a slow head; a slow body is answered 408)."""
+        self.log = log
+        """Whether each request is logged (``wrapper.sandbox._log``)."""
+        if log:
+            enable()
         self.seed = seed
         self.handlers = registry()
         """Each API's handler, by name."""
@@ -130,7 +98,7 @@ class SandboxApp:
         self.rng = random.Random(seed)
         self.limits = RateLimits(rpm, tpm)
         self.faults = FaultPlan(seed)
-        self.counter = _Counter()
+        self.counter = Counter()
         self.connections: Callable[[], Iterable[_Connection]] = tuple
         self.exchanges: list[Exchange] | None = None  # a list records every vendor-route exchange
         self._request_ids = itertools.count(1)  # every API response's x-request-id: sandbox-1, sandbox-2, ...
@@ -159,40 +127,58 @@ class SandboxApp:
             self.exchanges.clear()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"].startswith("/_sandbox/"):
+        if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
-        self.counter.enter()
-        done = False
-        exchange = None
-        if self.exchanges is not None:
-            exchange = scope["sandbox.exchange"] = Exchange(scope["method"], scope["path"])
-            self.exchanges.append(exchange)
+        started = time.monotonic()
+        exchange = scope["sandbox.exchange"] = Exchange(scope["method"], scope["path"])
+        vendor = not scope["path"].startswith("/_sandbox/")  # the APIs' routes: counted, maybe recorded
+        if vendor:
+            exchange.request_id = f"sandbox-{next(self._request_ids)}"
+            generation = self.counter.enter()
+        exchanges = self.exchanges if vendor else None
+        recorded = exchanges is not None
+        if exchanges is not None:
+            exchange.request_headers = redacted(scope["headers"])
+            exchanges.append(exchange)
+        answered = False
 
-        request_id = f"sandbox-{next(self._request_ids)}"
+        async def watched_receive() -> Message:
+            message = await receive()
+            if message["type"] == "http.disconnect" and not answered:
+                exchange.aborted = True  # the client left before the end of the answer
+            elif message["type"] == "http.request" and recorded:
+                exchange.request_body += message.get("body", b"")
+            return message
 
-        async def counted_send(message: Message) -> None:
-            nonlocal done
-            if message["type"] == "http.response.start":  # as the real services do, for their support
+        async def watched_send(message: Message) -> None:
+            nonlocal answered
+            if message["type"] == "http.response.start" and vendor:  # as the real services do, for support
+                assert exchange.request_id is not None
                 message = {
                     **message,
-                    "headers": [*message.get("headers", ()), (b"x-request-id", request_id.encode())],
+                    "headers": [*message.get("headers", ()), (b"x-request-id", exchange.request_id.encode())],
                 }
-            if exchange is not None:
-                _record(exchange, message)
-            if message["type"] == "http.response.body" and not message.get("more_body") and not done:
-                done = True
-                self.counter.leave()
+            if not exchange.aborted:
+                _record(exchange, message, recorded)
+            if message["type"] == "http.response.body" and not message.get("more_body") and not answered:
+                answered = True
+                if vendor:
+                    self.counter.leave(generation)
             await send(message)
 
         try:
-            # Yield once, as a server awaiting its model would: requests that arrived together are then
-            # all in flight together, instead of each being answered before the next one starts.
-            await asyncio.sleep(0)
-            await self._app(scope, receive, counted_send)
+            if vendor:
+                # Yield once, as a server awaiting its model would: requests that arrived together are then
+                # all in flight together, instead of each being answered before the next one starts.
+                await asyncio.sleep(0)
+            await self._app(scope, watched_receive, watched_send)
         finally:
-            if not done:
-                self.counter.leave()
+            if vendor and not answered:
+                self.counter.leave(generation)
+            exchange.duration = time.monotonic() - started
+            if self.log:
+                logger.info(exchange.log_line())
 
     # -- /_sandbox/ ----------------------------------------------------------------------------------
 
@@ -200,20 +186,38 @@ class SandboxApp:
         return JSONResponse({name: [h.listing(m) for m in h.models] for name, h in self.handlers.items()})
 
     async def _stats(self, request: Request) -> Response:
+        if refused := self._control_refused(request):
+            return refused
         if request.method == "DELETE":
             self.counter.reset()
         return JSONResponse(asdict(self.counter.snapshot()))
 
     async def _faults(self, request: Request) -> Response:
+        if refused := self._control_refused(request):
+            return refused
         if request.method == "DELETE":
             self.faults.clear()
         elif request.method == "POST":
             try:
-                options = await request.json()
+                options = parse_json(await read_body(request, self.max_body, self.client_timeout))
                 self.faults.add(parse_rule(options) if isinstance(options, str) else make_rule(**options))
+            except BodyRefused as exc:
+                return JSONResponse({"detail": str(exc)}, status_code=exc.status, headers=exc.headers)
+            except Invalid as exc:
+                return JSONResponse({"detail": f"not JSON: {exc.errors[0]['ctx']['error']}"}, status_code=400)
             except (ValueError, TypeError) as exc:
                 return JSONResponse({"detail": str(exc)}, status_code=400)
         return JSONResponse([asdict(rule) for rule in self.faults.rules()])
+
+    def _control_refused(self, request: Request) -> Response | None:
+        """The 401 of a request to a ``/_sandbox/`` route that changes or reports on the sandbox, when the
+        sandbox takes only given credentials and the request sends none of them; else None."""
+        given = [(h, accepted) for name, h in self.handlers.items() if (accepted := self.credentials[name])]
+        if not given or any(same(h.credential(request), accepted) for h, accepted in given):
+            return None
+        how = " or ".join(h.credential_how for h, _ in given)
+        detail = f"Not authenticated: the sandbox's own routes take a credential it was started with ({how})"
+        return JSONResponse({"detail": detail}, status_code=401)
 
     # -- the vendor routes --------------------------------------------------------------------------
 
@@ -222,15 +226,26 @@ class SandboxApp:
         api = handler.name
         model_id = request.path_params[handler.model_param]
         try:
-            fault = await self._fault(request, api, model_id)
+            raw = await read_body(request, self.max_body, self.client_timeout)
+        except BodyRefused as exc:
+            response = handler.status_error(exc.status, str(exc))
+            response.headers.update(exc.headers)
+            return response
+        credential = handler.credential(request)
+        refused = self._refused(handler, credential)
+        header = request.headers.get(FAULT_HEADER)
+        if header is not None and refused and self.credentials[api] is not None:
+            return handler.status_error(401, refused)  # with given credentials, only their holders set faults
+        try:
+            fault = self._fault(request, api, model_id)
         except ValueError as exc:
-            return handler.bad_fault_header(str(exc), request.headers[FAULT_HEADER])
-        raw = await request.body()
+            return handler.bad_fault_header(str(exc), header or "")
+        if fault and fault.delay:
+            await _sleep_unless_gone(request, fault.delay)
         stream = handler.wants_stream(raw)
         if answer := await self._apply(request, fault, handler, stream):
             return answer
-        credential = handler.credential(request)
-        if refused := self._refused(handler, credential):
+        if refused:
             return handler.status_error(401, refused)
         if answer := handler.check(request, model_id):
             return answer
@@ -254,14 +269,16 @@ class SandboxApp:
             events, media_type="text/event-stream", headers={"cache-control": "no-cache"}
         )
 
-    async def _fault(self, request: Request, api: str, model: str) -> Fault | None:
-        """The fault for this request (header first, then the queued rules), after its delay."""
+    def _fault(self, request: Request, api: str, model: str) -> Fault | None:
+        """The fault for this request: its header's (``ValueError`` for a header that is not a fault), else
+        the queued rules'."""
         spec = request.headers.get(FAULT_HEADER)
-        fault = parse_rule(spec).fault if spec else self.faults.take(api, model)
-        if "sandbox.exchange" in request.scope:
-            request.scope["sandbox.exchange"].fault = fault
-        if fault and fault.delay:
-            await asyncio.sleep(fault.delay)
+        if spec is None:
+            fault = self.faults.take(api, model)
+        else:
+            request_id = next(filter(None, map(request.headers.get, _REQUEST_ID_HEADERS)), "")
+            fault = self.faults.take_header(spec, api, model, request_id)
+        request.scope["sandbox.exchange"].fault = fault
         return fault
 
     async def _abort(self, request: Request) -> Response:
@@ -269,8 +286,7 @@ class SandboxApp:
         for connection in list(self.connections()):
             if connection.client == request.scope.get("client"):
                 connection.transport.abort()
-        if "sandbox.exchange" in request.scope:
-            request.scope["sandbox.exchange"].aborted = True
+        request.scope["sandbox.exchange"].aborted = True
         for _ in range(2):  # let the server notice the lost connection before the app answers
             await asyncio.sleep(0)
         return Response(status_code=204)
@@ -302,7 +318,7 @@ class SandboxApp:
         if not sent:
             return f"Not authenticated: send {handler.credential_how}"
         accepted = self.credentials[handler.name]
-        if sent == _catalog.REJECTED_CREDENTIAL if accepted is None else sent != accepted:
+        if sent == _catalog.REJECTED_CREDENTIAL if accepted is None else not same(sent, accepted):
             return f"Not authenticated: {handler.credential_name} sent was refused"
         return None
 
@@ -393,18 +409,28 @@ async def _wait(seconds: float, keepalive: float | None) -> AsyncIterator[str]:
     await asyncio.sleep(seconds)
 
 
+async def _sleep_unless_gone(request: Request, seconds: float) -> None:
+    """Wait ``seconds`` (a ``delay`` fault), or raise ``ClientDisconnect`` as soon as the client leaves
+    (its body has been read: the next message is the disconnect)."""
+    try:
+        async with asyncio.timeout(seconds):
+            while (await request.receive())["type"] != "http.disconnect":
+                pass
+    except TimeoutError:
+        return
+    raise ClientDisconnect
+
+
 async def _client_gone(request: Request, exc: Exception) -> Response:
     """The client left (e.g. timed out during a delay fault): the server drops this answer."""
-    if "sandbox.exchange" in request.scope:
-        request.scope["sandbox.exchange"].aborted = True
     return Response(status_code=499)
 
 
-def _record(exchange: Exchange, message: Message) -> None:
-    if exchange.aborted:
-        return
+def _record(exchange: Exchange, message: Message, recorded: bool) -> None:
+    """Note what ``message`` sends in ``exchange``: its status, and when ``recorded``, headers and body."""
     if message["type"] == "http.response.start":
         exchange.status = message["status"]
-        exchange.headers = {k.decode(): v.decode() for k, v in message.get("headers", ())}
-    elif message["type"] == "http.response.body":
+        if recorded:
+            exchange.headers = {k.decode(): v.decode() for k, v in message.get("headers", ())}
+    elif message["type"] == "http.response.body" and recorded:
         exchange.body += message.get("body", b"")

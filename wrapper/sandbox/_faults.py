@@ -28,7 +28,10 @@ Queued rules compose: every rule that matches a request (and wins its draw) fire
 of its ``count``, so ``delay=1`` and ``status=503`` queued together give a slow 503. Where two of them
 set the same key, the rule queued first gives its value (a status and its ``retry-after`` and
 ``retry-after-ms`` count as one key). A request's ``x-sandbox-fault`` header is that request's whole
-fault: the queued rules are left for the next requests.
+fault: the queued rules are left for the next requests. The header's rule hits every request carrying
+it, or with ``count=N`` the first N that carry it with the same request id (their ``idempotency-key``
+or ``x-request-id`` header, if any): a call and its retries, so ``status=503;count=1`` gives one 503,
+then the retry is served.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import math
 import random
 import re
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
@@ -82,6 +86,22 @@ class Fault:
                 f"{' and '.join(map(repr, _NOT_OTHER))}, not {self.event!r}"
             )
 
+    def __str__(self) -> str:
+        """The fault as a rule's text (``status=503;retry-after=1``), keys it leaves unset left out."""
+        unset, parts = Fault(), []
+        for name in _FIELD_NAMES:
+            value = getattr(self, name)
+            if value == getattr(unset, name):
+                continue
+            key = name.replace("_", "-")
+            if isinstance(value, bool):
+                parts.append(key)
+            else:
+                parts.append(
+                    f"{key}={int(value) if isinstance(value, float) and value.is_integer() else value}"
+                )
+        return ";".join(parts)
+
     def headers(self) -> dict[str, str]:
         """The Retry-After headers this fault's status answer carries."""
         headers = {}
@@ -107,9 +127,23 @@ class Rule:
             raise ValueError(f"api must be {' or '.join(map(repr, _api.NAMES))}, not {self.api!r}")
         if not 0.0 <= self.rate <= 1.0:
             raise ValueError(f"rate must be between 0 and 1, not {self.rate}")
+        if self.count is not None and self.count < 1:
+            raise ValueError(f"count must be a number of requests >= 1, not {self.count}")
+
+    def fires(self, api: str, model: str, rng: random.Random) -> bool:
+        """Whether it hits a request to ``api``/``model`` (matching it, with uses left, and winning its draw),
+        using one of its ``count`` when it does."""
+        if self.count == 0 or (self.api or api) != api or (self.model or model) != model:
+            return False
+        if self.rate < 1.0 and rng.random() >= self.rate:
+            return False  # this rule spared the request
+        if self.count is not None:
+            self.count -= 1
+        return True
 
 
-_FAULT_KEYS = {f.name for f in fields(Fault)}
+_FIELD_NAMES = tuple(f.name for f in fields(Fault))
+_FAULT_KEYS = set(_FIELD_NAMES)
 _RULE_KEYS = {"count", "rate", "api", "model"}
 _INT_KEYS = {"status", "retry_after_ms", "cut", "count", "stall", "end"}
 _FLOAT_KEYS = {"retry_after", "delay", "pace", "rate", "keepalive"}
@@ -147,6 +181,11 @@ def make_rule(**options: Any) -> Rule:
 
 def parse_rule(spec: str) -> Rule:
     """A rule from ``key=value;key=value`` text, e.g. ``status=429;retry-after=1;count=2``."""
+    return make_rule(**_options(spec))
+
+
+def _options(spec: str) -> dict[str, Any]:
+    """The keyword options in ``key=value;key=value`` text (``ValueError`` for a value of the wrong type)."""
     options: dict[str, Any] = {}
     for item in filter(None, (part.strip() for part in spec.split(";"))):
         key, sep, value = item.partition("=")
@@ -159,7 +198,7 @@ def parse_rule(spec: str) -> Rule:
             options[key] = float(value)
         else:
             options[key] = value.strip()
-    return make_rule(**options)
+    return options
 
 
 class FaultPlan:
@@ -167,10 +206,16 @@ class FaultPlan:
 
     Every rule that matches the request's api and model and, with a ``rate``, wins its draw (each rule
     draws on its own) fires; their faults are merged, the earlier rule's value winning a shared key.
+    ``take_header`` does the same for one ``x-sandbox-fault`` header, whose ``count`` is kept per request id.
     """
+
+    HEADERS_KEPT = 10_000
+    """The most header rules with a ``count`` kept (by request id and text), the least recently used
+    forgotten first."""
 
     def __init__(self, seed: int | None) -> None:
         self._rules: list[Rule] = []
+        self._headers: OrderedDict[tuple[str, str], Rule] = OrderedDict()
         self._lock = threading.Lock()
         self._rng = random.Random(seed)
 
@@ -196,16 +241,27 @@ class FaultPlan:
         fired: list[Fault] = []
         with self._lock:
             for rule in list(self._rules):
-                if (rule.api or api) != api or (rule.model or model) != model:
-                    continue
-                if rule.rate < 1.0 and self._rng.random() >= rule.rate:
-                    continue  # this rule spared the request
-                fired.append(rule.fault)
-                if rule.count is not None:
-                    rule.count -= 1
-                    if rule.count <= 0:
+                if rule.fires(api, model, self._rng):
+                    fired.append(rule.fault)
+                    if rule.count == 0:
                         self._rules.remove(rule)
         return _merged(fired)
+
+    def take_header(self, spec: str, api: str, model: str, request_id: str) -> Fault | None:
+        """The fault of a request to ``api``/``model`` whose ``x-sandbox-fault`` header is ``spec``: the rule
+        it states (``ValueError`` if it states none), hitting every request that carries it, or with a
+        ``count`` the first that many of those with the same ``request_id`` ("" for none)."""
+        options = _options(spec)
+        options.setdefault("count", None)
+        rule = make_rule(**options)
+        with self._lock:
+            if rule.count is not None:
+                key = (request_id, spec)
+                rule = self._headers.setdefault(key, rule)
+                self._headers.move_to_end(key)
+                if len(self._headers) > self.HEADERS_KEPT:
+                    self._headers.popitem(last=False)
+            return rule.fault if rule.fires(api, model, self._rng) else None
 
 
 _MERGED_AS_ONE = (("status", "retry_after", "retry_after_ms"),)  # a status comes with its own headers

@@ -113,7 +113,8 @@ class Handler:
         raise NotImplementedError
 
     def status_error(self, status: int, message: str) -> Response:
-        """An error answer of ``status`` in the API's shape (a 401, a 429, an injected status)."""
+        """An error answer of ``status`` in the API's shape (a 401, a 429, a 408 or 413 for a body, an
+        injected status)."""
         raise NotImplementedError
 
     def invalid(self, errors: list[dict[str, Any]]) -> Response:

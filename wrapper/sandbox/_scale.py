@@ -13,7 +13,7 @@ from . import _catalog
 from ._catalog import Model
 from ._handler import FAULT_HEADER, Call, Handler, sampling
 from ._lm import Generation, Step
-from ._validate import Operation, error
+from ._validate import Invalid, Operation, error, parse_json
 
 MODELS = (
     Model("llama-3-8b-instruct", 3, 2048, description="trigram"),
@@ -51,8 +51,8 @@ class ScaleHandler(Handler):
 
     def wants_stream(self, raw: bytes) -> bool:
         try:
-            body = json.loads(raw)
-        except ValueError:
+            body = parse_json(raw)
+        except Invalid:
             return False
         return isinstance(body, dict) and body.get("stream") is True
 

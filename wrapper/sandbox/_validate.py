@@ -10,6 +10,7 @@ Gradient's app wraps them in a ``bodyParsingError`` payload.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -77,15 +78,26 @@ def error(loc: Loc, type_: str, msg: str, value: Any = None, **ctx: Any) -> dict
     return item
 
 
+MAX_DEPTH = 64
+"""How deeply a body's arrays and objects may nest (far more than any request the specs define): a deeper
+body is invalid JSON, as the services' parsers, which limit nesting, refuse it."""
+
+
 def parse_json(raw: bytes) -> Any:
-    """The JSON document in ``raw``, or Invalid with a ``json_invalid`` error."""
+    """The JSON document in ``raw``, or Invalid with a ``json_invalid`` error: for text that is not JSON
+    (``NaN``, ``Infinity`` and numbers too large for a double included), nesting deeper than
+    ``MAX_DEPTH``, or a lone surrogate."""
     try:
-        document = json.loads(raw)
+        document = json.loads(raw, parse_constant=_not_json, parse_float=_finite)
+    except RecursionError:  # nested far deeper than MAX_DEPTH
+        raise _nested_too_deeply() from None
     except ValueError as exc:
         pos = getattr(exc, "pos", 0)
         raise Invalid(
             [error(("body", pos), "json_invalid", "JSON decode error", {}, error=str(exc))]
         ) from None
+    if _too_deep(document):
+        raise _nested_too_deeply()
     if b"\\u" in raw:  # JSON's escapes can spell a lone surrogate, which the services' parsers refuse
         try:
             json.dumps(document, ensure_ascii=False).encode("utf-8")
@@ -93,6 +105,36 @@ def parse_json(raw: bytes) -> Any:
             found = f"lone surrogate {exc.object[exc.start]!r} in a string: not text UTF-8 can encode"
             raise Invalid([error(("body",), "json_invalid", "JSON decode error", {}, error=found)]) from None
     return document
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON: RFC 8259 has no NaN or Infinity")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is too large for JSON's double precision")
+    return value
+
+
+def _nested_too_deeply() -> Invalid:
+    found = f"arrays and objects nested deeper than {MAX_DEPTH} levels"
+    return Invalid([error(("body",), "json_invalid", "JSON decode error", {}, error=found)])
+
+
+def _too_deep(document: Any) -> bool:
+    """Whether ``document`` nests arrays and objects deeper than ``MAX_DEPTH`` (walked without recursion)."""
+    stack = [(document, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        if depth > MAX_DEPTH:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
 
 
 def request_body(operation: Operation, raw: bytes) -> dict[str, Any]:
