@@ -26,6 +26,8 @@ from helpers import (
 )
 from redis_server import redis_server, redis_url  # noqa: F401  (fixtures: a real redis-server)
 
+from wrapper._core import options
+
 
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -117,8 +119,7 @@ def mypy_cache(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path
 @pytest.fixture(autouse=True)
 def _short_client_timeouts(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every client built in a test defaults to ``TEST_TIMEOUT`` instead of the 600 s read timeout."""
-    for cls in (*CLASSES["scale"], *CLASSES["gradient"]):
-        monkeypatch.setitem(cls.__init__.__kwdefaults__, "timeout", TEST_TIMEOUT)
+    monkeypatch.setattr(options, "DEFAULT_TIMEOUT", TEST_TIMEOUT)
 
 
 # --- one client per path: sync, async on its own pools (aiohttp), async on a user's httpx.AsyncClient ---

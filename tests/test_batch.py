@@ -14,9 +14,9 @@ import pytest
 from helpers import Held, LocalServer, batch_threads, json_reply, scale_body, wait_until
 from sandbox_fixtures import _no_faults_left, counted_sandbox, recording_sandbox  # noqa: F401
 
-from wrapper import BatchResult
-from wrapper.batch._run import FORGIVEN_429S
-from wrapper.errors import BadRequestError
+from wrapper import BatchResult, RetryPolicy
+from wrapper.batch import FORGIVEN_429S
+from wrapper.errors import APITimeoutError, BadRequestError, RateLimitError
 from wrapper.gradient import AsyncGradient
 from wrapper.sandbox import Sandbox
 from wrapper.scale import AsyncScale, Scale
@@ -129,6 +129,47 @@ async def test_a_429_burst_pauses_the_whole_async_batch(counted_sandbox: Sandbox
             ]
     assert sorted(r.index for r in results if r.ok) == list(range(300))
     assert sampler.longest_pause() >= 0.25
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_a_batch_wide_pause_is_cut_as_the_retry_policy_cuts_retry_after(
+    counted_sandbox: Sandbox, mode: str
+) -> None:
+    """A 429 asking for 30 s pauses the batch no longer than each request would wait for it (the policy's
+    ``max_retry_after``): every prompt completes within its deadline."""
+    counted_sandbox.inject(status=429, retry_after=30, count=1, api="scale")
+    options = {"retry": RetryPolicy(max_retry_after=0.05), "deadline": 5, "max_tokens": 1}
+    results = await _batch(counted_sandbox, mode, ["p"] * 6, concurrency=2, **options)
+    assert sorted(r.index for r in results if r.ok) == list(range(6))
+    assert counted_sandbox.stats().requests == 7  # the 429 retried once, after the policy's wait
+
+
+@pytest.mark.serial  # a wall-clock time: the batch ends at its prompts' deadline, not after the pause
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_a_batch_wide_pause_longer_than_the_deadline_ends_each_prompt_at_it_unsent(
+    counted_sandbox: Sandbox, mode: str
+) -> None:
+    """A pause longer than what is left of the calls' deadline ends them at it, unsent: a batch given
+    ``deadline=1`` is not held 30 s by one 429's Retry-After (it was, then sent every prompt)."""
+    counted_sandbox.inject(status=429, retry_after=30, count=1, api="scale")
+    started = time.monotonic()
+    results = await _batch(
+        counted_sandbox, mode, ["p"] * 6, concurrency=2, deadline=1, max_tokens=1, return_exceptions=True
+    )
+    assert time.monotonic() - started < 10  # the deadline, and a busy machine's margin; not the 30 s
+    assert sorted(r.index for r in results) == list(range(6))
+    failed = [r.error for r in results if r.error is not None]
+    assert len(failed) >= 3
+    assert all(isinstance(error, APITimeoutError | RateLimitError) for error in failed), failed
+    assert counted_sandbox.stats().requests <= 4  # those sent before the 429 came back, at most
+
+
+async def _batch(sandbox: Sandbox, mode: str, prompts: list[str], **kwargs: Any) -> list[BatchResult]:
+    if mode == "sync":
+        with Scale(api_key="k", account_id="a", base_url=sandbox.scale_base_url) as client:
+            return list(client.complete_many(SCALE_MODEL, prompts, **kwargs))
+    async with AsyncScale(api_key="k", account_id="a", base_url=sandbox.scale_base_url) as aclient:
+        return [r async for r in aclient.complete_many(SCALE_MODEL, prompts, **kwargs)]
 
 
 def test_out_of_retries_a_429_is_a_typed_error(counted_sandbox: Sandbox) -> None:

@@ -13,10 +13,10 @@ import pytest
 from helpers import LocalServer, json_reply, scale_body
 
 from wrapper import BatchStats
-from wrapper.batch._opening import DOUBLING, OPENING
-from wrapper.batch._pacing import BACKOFF, BURST, MIN_429S, RECOVERY, SHARE, Pacer
 from wrapper.batch._run import acomplete_jobs
 from wrapper.gradient import AsyncGradient, Gradient
+from wrapper.pacing._opening import DOUBLING, OPENING
+from wrapper.pacing._pacer import BACKOFF, BURST, MIN_429S, RECOVERY, SHARE, Pacer
 from wrapper.sandbox import Sandbox
 from wrapper.sandbox._limits import RateLimits
 from wrapper.scale import AsyncScale, Scale
@@ -256,9 +256,9 @@ def _answer(
         for wait in pacer.turns(1) if go else ():
             clock.now += wait
         if every_nth_429 and i % every_nth_429 == 0:
-            pacer.slow_down(0.001)
+            pacer.throttled(0.001)
         else:
-            pacer.correct(1, 1)
+            pacer.settle(1, 1)
 
 
 def test_a_steady_few_429s_whatever_the_pace_never_slow_the_batch() -> None:
@@ -295,7 +295,7 @@ def test_a_limit_cuts_at_most_once_a_second_to_below_what_got_through_then_recov
 def test_a_pause_resumes_evenly_not_in_a_burst() -> None:
     clock = Clock()
     pacer = Pacer(requests_per_minute=600, adaptive=False, clock=clock)
-    pacer.slow_down(1.0)
+    pacer.throttled(1.0)
     waits = [pacer.reserve(1) for _ in range(5)]
     assert waits == pytest.approx([1.1, 1.2, 1.3, 1.4, 1.5])  # one every 0.1 s once the pause is over
 
@@ -316,7 +316,7 @@ def test_with_no_limit_a_pacer_opens_with_four_at_once_then_doubles_while_answer
         _go(pacer, clock)
         went.append(clock.now)
         clock.now += 0.0005  # each request answered at once, and well
-        pacer.correct(1, 1)
+        pacer.settle(1, 1)
     assert went[:4] == [0.0, 0.0005, 0.001, 0.0015]  # a quarter second at OPENING: four at once
     assert went[4] > 0.05  # then it waits: the batch is not let go at once
     per_step = [sum(1 for t in went if k * DOUBLING <= t < (k + 1) * DOUBLING) for k in range(15)]
@@ -333,7 +333,7 @@ def test_an_opening_whose_answers_fall_behind_slows_to_what_comes_back() -> None
     while clock.now < 0.2:  # answered at once: the rate doubles
         _go(pacer, clock)
         clock.now += 0.0005
-        pacer.correct(1, 1)
+        pacer.settle(1, 1)
     reached = pacer.requests_per_minute / 60
     assert reached >= 8 * OPENING
     went = []
@@ -355,10 +355,10 @@ def test_an_opening_that_meets_a_limit_measures_it_and_cuts_to_below_it() -> Non
             clock.now += 0.002  # answered in 2 ms
             refusal = server.admit("key", 1)
             if refusal is None:
-                pacer.correct(1, 1)
+                pacer.settle(1, 1)
                 break
             refused += 1
-            pacer.slow_down(refusal.wait)
+            pacer.throttled(refusal.wait)
             clock.now += refusal.wait  # the request waits the Retry-After too
     # Sending all at once meets about a 429 per request over the first second's 20; the opening
     # meets the few it needs to measure the limit, and keeps under it after.
@@ -387,15 +387,15 @@ def test_what_a_server_takes_is_measured_from_its_429_not_from_a_burst_after_a_p
     pacer = Pacer(clock=clock)
     for _ in range(40):
         clock.now += 0.025
-        pacer.correct(1, 1)
+        pacer.settle(1, 1)
     for _ in range(MIN_429S):
-        pacer.slow_down(0.05)
+        pacer.throttled(0.05)
     clock.now += 0.45  # 9 refilled
     for _ in range(10):
         clock.now += 0.025
-        pacer.correct(1, 1)
+        pacer.settle(1, 1)
     clock.now += 0.025
-    pacer.slow_down(0.05)  # spent: refused again
+    pacer.throttled(0.05)  # spent: refused again
     assert pacer.opening_step is None  # the first cut, which ends the opening
     # Timed from the first success to the last, the refilled budget passed for a rate of 40 (a cut to
     # 23, above the limit); over the time since the first 429, ten got through in 0.7 s.
@@ -409,21 +409,21 @@ def test_what_a_server_takes_is_measured_without_the_answers_of_requests_sent_be
     pacer = Pacer(clock=clock)
     for _ in range(30):
         _go(pacer, clock)
-        pacer.correct(1, 1)
+        pacer.settle(1, 1)
     for _ in range(20):  # in flight when the first 429 comes
         _go(pacer, clock)
     clock.now += 0.001
-    pacer.slow_down(0.001)
+    pacer.throttled(0.001)
     for _ in range(MIN_429S - 1):  # the others: nine refused, ten let through before the first 429
         clock.now += 0.002
-        pacer.slow_down(0.001)
-        pacer.correct(1, 1)
-    pacer.correct(1, 1)
+        pacer.throttled(0.001)
+        pacer.settle(1, 1)
+    pacer.settle(1, 1)
     for _ in range(10):
         clock.now += 0.05
-        pacer.correct(1, 1)
+        pacer.settle(1, 1)
     clock.now += 0.01
-    pacer.slow_down(0.05)
+    pacer.throttled(0.05)
     assert pacer.opening_step is None  # the first cut, which ends the opening
     # Counting the ten sent before the 429, 38 a second got through (a cut to 30).
     assert pacer.requests_per_minute / 60 <= BACKOFF * 20
@@ -434,7 +434,7 @@ def _open_fast(pacer: Pacer, clock: Clock, until: float) -> None:
     while clock.now < until:
         _go(pacer, clock)
         clock.now += 0.0005
-        pacer.correct(1, 1)
+        pacer.settle(1, 1)
 
 
 def _gone(waiting: list[Iterator[float]]) -> int:
@@ -473,7 +473,7 @@ def test_a_step_judged_long_after_its_end_does_not_end_the_opening() -> None:
     clock.now += 2 * step  # nothing to send for a moment: the next request need not wait
     assert _go(pacer, clock) == 0
     clock.now += 0.0005
-    pacer.correct(1, 1)
+    pacer.settle(1, 1)
     clock.now += 0.3  # then held up (a busy machine): no request could wait for its turn, nor go
     _go(pacer, clock)
     assert pacer.opening_step is not None  # not taken for a batch its concurrency limits
@@ -514,7 +514,7 @@ def test_a_429_holds_back_a_request_whose_slot_was_booked_before_it() -> None:
     booked = [pacer.turns(1) for _ in range(5)]
     waits = [next(turns) for turns in booked]
     assert waits[-1] == pytest.approx(0.25)
-    pacer.slow_down(1.0)  # a 429 asks for a second
+    pacer.throttled(1.0)  # a 429 asks for a second
     clock.now += waits[-1]
     again = next(booked[-1])  # its slot came during the pause: it books one after it
     assert clock.now + again >= 1.0

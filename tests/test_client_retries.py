@@ -174,14 +174,12 @@ async def test_429_over_a_socket(
 
 
 def test_policy_functions() -> None:
-    """The pieces of the decision: ``is_retryable``, the policy's backoff, ``parse_retry_after``."""
+    """The pieces of the decision: the policy's ``retries`` and backoff, ``parse_retry_after``."""
     request = httpx.Request("POST", "https://x.test")
-    assert _retry.is_retryable(APIConnectionError("x", request=request))
-    assert not _retry.is_retryable(ValueError("x"))
-    assert not _retry.is_retryable(
-        BadRequestError("x", response=httpx.Response(400, request=request), body=None)
-    )
     policy = RetryPolicy()
+    assert policy.retries(APIConnectionError("x", request=request))
+    assert not policy.retries(ValueError("x"))
+    assert not policy.retries(BadRequestError("x", response=httpx.Response(400, request=request), body=None))
     assert policy.backoff(0, 0.0) == 0.0
     assert policy.backoff(3, -5.0) == 0.0
     assert policy.backoff(50, None) <= policy.max_backoff
@@ -197,15 +195,15 @@ def test_retry_or_raise_decides_and_logs(caplog: pytest.LogCaptureFixture) -> No
         "HTTP 429", response=httpx.Response(429, headers={"retry-after": "3"}, request=request), body=None
     )
     with caplog.at_level(logging.INFO, logger="wrapper"):
-        assert _retry.retry_or_raise(limited, 0, 2) == 3.0
+        assert _retry.retry_or_raise(limited, 0, 2, RetryPolicy()) == 3.0
     assert caplog.messages == [
         "retrying POST https://x.test/v4/models/m/completions in 3.00s (retry 1 of 2) after: HTTP 429"
     ]
     with pytest.raises(RateLimitError):
-        _retry.retry_or_raise(limited, 2, 2)  # the budget is spent
+        _retry.retry_or_raise(limited, 2, 2, RetryPolicy())  # the budget is spent
     bad = BadRequestError("HTTP 400", response=httpx.Response(400, request=request), body=None)
     with pytest.raises(BadRequestError):
-        _retry.retry_or_raise(bad, 0, 2)  # not retryable
+        _retry.retry_or_raise(bad, 0, 2, RetryPolicy())  # not retryable
 
 
 def test_retry_log_names_the_request_once_and_redacts_its_query(caplog: pytest.LogCaptureFixture) -> None:

@@ -3,25 +3,28 @@ that name its parts) and the extras above it, each in its own folder or module, 
 its public names only; and no import circle anywhere.
 
 Imports are read from the source (every ``import``, at module level, in a function or under
-``TYPE_CHECKING``, and ``importlib.import_module`` of a literal name), as ``tests/test_regen.py`` reads
-``generated/``'s.
+``TYPE_CHECKING``, and ``importlib.import_module`` of a literal name or an f-string, which reaches
+every module its pattern matches), as ``tests/test_regen.py`` reads ``generated/``'s.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import wrapper
+from wrapper import apis
 
 PACKAGE = Path(wrapper.__file__).parent
 CORE = ("wrapper._core", "wrapper._generated", "wrapper.apis", "wrapper.errors", "wrapper.testing")
 """What the core is made of: its folder, the generated code, and the public modules that are its API
 descriptors, its errors and its testing switch."""
 EXTRAS = {
+    "pacing": ("wrapper.pacing",),
     "batch": ("wrapper.batch",),
     "cache": ("wrapper.cache",),
     "router": ("wrapper.router",),
@@ -29,7 +32,7 @@ EXTRAS = {
     "sandbox": ("wrapper.sandbox",),
     "Ray": ("wrapper.ray",),
     "telemetry": ("wrapper._telemetry",),
-    "frameworks": ("wrapper.langchain", "wrapper.llama_index", "wrapper._frameworks"),
+    "frameworks": ("wrapper.langchain", "wrapper.llama_index", "wrapper.frameworks"),
     "pytest plugin": ("wrapper.pytest_plugin",),
 }
 """Each extra and the modules (or folders) that are its own."""
@@ -75,18 +78,36 @@ def imports(path: Path, name: str) -> Iterator[tuple[str, str | None, int]]:
             and isinstance(node.args[0], ast.Constant | ast.JoinedStr)
         ):
             literal = node.args[0]
-            text = literal.value if isinstance(literal, ast.Constant) else _prefix(literal)
-            yield str(text), None, node.lineno
+            text = literal.value if isinstance(literal, ast.Constant) else _pattern(literal, package)
+            if text is not None:
+                yield str(text), None, node.lineno
 
 
-def _prefix(text: ast.JoinedStr) -> str:
-    """The literal start of an f-string (``f"wrapper._core.wires.{name}"``: ``wrapper._core.wires``)."""
-    start = "".join(str(v.value) for v in text.values if isinstance(v, ast.Constant))
-    return start.rstrip(".").rsplit(".", 1)[0] if not isinstance(text.values[-1], ast.Constant) else start
+ANY = "(?:"
+"""What starts a module name that is a pattern (an f-string's), not a name."""
+
+
+def _pattern(text: ast.JoinedStr, package: str) -> str | None:
+    """An f-string's module names as a pattern (``f"wrapper._core.wires.{name}"``: the module of each
+    API's name, ``wrapper._core.wires.scale`` and ``wrapper._core.wires.gradient``: the package imports by
+    no other name), for ``targets`` to match against the package's modules; None for one that does not
+    start in the package (``{__package__}`` is the module's own package)."""
+    parts = []
+    for value in text.values:
+        if isinstance(value, ast.Constant):
+            parts.append(re.escape(str(value.value)))
+        elif isinstance(value, ast.FormattedValue) and getattr(value.value, "id", None) == "__package__":
+            parts.append(re.escape(package))
+        else:
+            parts.append(f"(?:{'|'.join(map(re.escape, apis.NAMES))})")
+    pattern = "".join(parts)
+    return ANY + pattern + ")" if pattern.startswith("wrapper") else None
 
 
 def targets(module: str, name: str | None, known: dict[str, Path]) -> list[str]:
     """The package's modules an import reaches (``from wrapper import X``: where the root says X is)."""
+    if module.startswith(ANY):
+        return [known_name for known_name in known if re.fullmatch(module, known_name)]
     if not module.startswith("wrapper"):
         return []
     if name is not None:
@@ -177,6 +198,25 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
         if node not in index:
             visit(node)
     return found
+
+
+def test_an_import_by_importlib_that_closes_a_circle_is_seen(tmp_path: Path) -> None:
+    """``importlib.import_module`` of an f-string reaches every module it can name: an API's descriptors
+    that imported the API modules by name (which import the descriptors) would close a circle."""
+    known = modules()
+    source = tmp_path / "apis.py"
+    source.write_text(
+        'import importlib\n\ndef get(name):\n    return importlib.import_module(f"wrapper.{name}")\n'
+    )
+    reached = {
+        target
+        for module, imported, _ in imports(source, "wrapper.apis")
+        for target in targets(module, imported, known)
+    }
+    assert {"wrapper.scale", "wrapper.gradient"} <= reached
+    graph = {"wrapper.apis": reached, "wrapper.scale": {"wrapper.apis"}}
+    graph.update({name: set() for name in reached if name not in graph})
+    assert ["wrapper.apis", "wrapper.scale"] in _circles(graph)
 
 
 def test_the_checks_see_a_private_import_and_a_circle() -> None:

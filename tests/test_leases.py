@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from wrapper.batch._pacing import BURST
+from wrapper.pacing._pacer import BURST
 from wrapper.ray._leases import LEASE, Coordinator, Grant, LeasedLimiter, Report
 
 pytestmark = pytest.mark.filterwarnings("error")  # a coroutine never awaited, say, is a bug here
@@ -107,9 +107,9 @@ class Cluster:
                 refused, retry_after = self.refuse(worker, loop.time())
                 if refused:
                     self.refused.append((loop.time(), worker))
-                    await limiter.throttled(retry_after)
+                    limiter.throttled(retry_after)
                 else:
-                    await limiter.settle(self.cost, self.cost)
+                    limiter.settle(self.cost, self.cost)
 
         await asyncio.gather(*(task() for _ in range(self.concurrency)))
 
@@ -347,13 +347,13 @@ def test_a_report_carries_every_429_and_the_limiter_asks_once_for_concurrent_tas
         limiter = LeasedLimiter(ask, clock=loop.time)
         await asyncio.gather(*(limiter.acquire(1) for _ in range(50)))
         assert len(reports) == 1  # one lease for all fifty
-        await asyncio.gather(*(limiter.throttled(retry_after) for retry_after in [None, 2.0, 1.0]))
-
-        async def later() -> None:
-            await asyncio.sleep(0.005)  # while the call for the first is on its way
-            await limiter.throttled(0.5)
-
-        await asyncio.gather(limiter.throttled(None), later())
+        for retry_after in [None, 2.0, 1.0]:  # three that come together
+            limiter.throttled(retry_after)
+        await asyncio.sleep(0.02)  # their call is on its way for 0.01 s
+        limiter.throttled(None)
+        await asyncio.sleep(0.005)  # while the call for it is on its way
+        limiter.throttled(0.5)
+        await asyncio.sleep(0.05)
 
     run(main)
     # Each 429 went out at once: together when they came together, in a call of its own otherwise.

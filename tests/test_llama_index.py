@@ -21,7 +21,7 @@ from wrapper import errors
 from wrapper.gradient import Gradient
 from wrapper.llama_index import GradientBaseModelLLM, GradientLLM, GradientModelAdapterLLM, ScaleLLM
 from wrapper.sandbox import Sandbox
-from wrapper.sandbox._handler import registry
+from wrapper.sandbox._registry import registry
 from wrapper.scale import AsyncScale, Scale
 
 SCALE_MODEL = "llama-3-8b-instruct"

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import CLASSES, CREDENTIALS, LocalServer, call, collect, json_reply, scale_body
+from helpers import CLASSES, CREDENTIALS, ROOT, LocalServer, call, collect, json_reply, scale_body
 
 from wrapper import RetryPolicy
 from wrapper.errors import APITimeoutError, BadRequestError, InternalServerError
@@ -289,3 +289,49 @@ async def test_a_raw_response_still_raises_the_typed_error(
     client = make_client("scale", mode, base_url=server.url)
     with pytest.raises(BadRequestError):
         await call(client.with_raw_response.complete("m", "p"))
+
+
+# --- None means "none" for every option that adds or replaces something --------------------------------
+
+
+async def test_none_means_none_for_every_optional_option(
+    make_client: Any, server: LocalServer, mode: str, sleeps: list[float]
+) -> None:
+    """``extra_headers=None`` (``extra_query``, ``extra_body``, ``hooks``) adds nothing and ``retry=None``
+    keeps the policy in force, as ``deadline=None`` means no deadline: on a call, on ``with_options`` and
+    (all but ``extra_*``, which it does not take) on the constructor."""
+    server.script(
+        json_reply(503, {"detail": "busy"}), json_reply(200, scale_body()), json_reply(200, scale_body())
+    )
+    client = make_client(
+        "scale", mode, base_url=server.url, retry=None, hooks=None, deadline=None, stream_idle_timeout=None
+    ).with_options(extra_headers={"X-Team": "search"}, retry=RetryPolicy(statuses={503}, jitter=0))
+    nones = {"extra_headers": None, "extra_query": None, "extra_body": None, "hooks": None, "retry": None}
+    derived = client.with_options(**nones)
+    assert derived.options == client.options
+    assert (await call(derived.complete("m", "p", deadline=None, **nones))).text == "Paris"
+    (_, path, headers, body), (_, _, retried, _) = server.requests[:2]
+    assert path == "/v4/models/m/completions"
+    assert headers["x-team"] == retried["x-team"] == "search"  # the client's extras kept
+    assert body == {"prompt": "p"}
+    assert sleeps == [0.5]  # retried as the policy in force says: 503 is among its statuses
+    await call(client.close())
+
+
+@pytest.mark.parametrize("name", ["extra_headers", "extra_query", "extra_body", "hooks", "retry"])
+def test_a_wrong_value_of_an_optional_option_still_names_it(name: str) -> None:
+    client = scale("sync", "http://127.0.0.1:9")
+    with pytest.raises(ValueError, match=rf"^{name} must be "):
+        client.with_options(**{name: 12})
+
+
+def test_an_unknown_keyword_is_a_type_error_as_the_params_page_says(mode: str) -> None:
+    """docs/reference/params.md: a keyword the API does not have raises ``TypeError``, before anything is
+    sent; a value the spec forbids ``ValueError``."""
+    page = " ".join((ROOT / "docs" / "reference" / "params.md").read_text().split())
+    assert "an unknown keyword raises `TypeError`" in page
+    client = scale(mode, "http://127.0.0.1:9")
+    with pytest.raises(TypeError, match="'bogus'"):
+        client.stream(SCALE, "Alice", bogus=1)
+    with pytest.raises(ValueError, match="temperature"):
+        client.stream(SCALE, "Alice", temperature=9)

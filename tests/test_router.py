@@ -20,6 +20,7 @@ from wrapper import (
     CallInfo,
     Completion,
     RawResponse,
+    RetryPolicy,
     Route,
     Router,
 )
@@ -270,6 +271,24 @@ async def test_a_route_answering_503_is_cooled_down_and_the_other_serves_every_p
     assert stats.requests == east.stats().requests + west.stats().requests
 
 
+async def test_a_route_that_served_well_then_fails_every_request_is_cooled_down_at_once(
+    mode: str, east: Sandbox, west: Sandbox
+) -> None:
+    """Its successes a moment ago do not hide that it is down now: once its last answers all failed it
+    gets no more requests (it took 52 of the next 60 when a share of the last seconds' answers decided)."""
+    routed = router(mode, route(east, mode, "east"), route(west, mode, "west"))
+    healthy, _ = await batch(routed, ["Alice"] * 100, concurrency=16, max_tokens=2)
+    assert all(r.ok for r in healthy)
+    assert east.stats().requests >= 30  # its share of a healthy stretch
+    east.reset_stats()
+    east.inject(status=503, rate=1.0)
+    results, stats = await batch(routed, ["Alice"] * 60, concurrency=16, max_tokens=2)
+    await closed(routed)
+    assert all(r.ok and r.completion is not None and r.completion.route == "west" for r in results)
+    assert east.stats().requests <= 16  # those already on their way to it, at most
+    assert stats.routes["east"].failed == east.stats().requests
+
+
 async def test_a_route_whose_server_goes_away_mid_batch_loses_no_prompt(mode: str) -> None:
     with Sandbox(seed=0) as going, Sandbox(seed=1) as staying:
         routed = router(mode, route(going, mode, "going"), route(staying, mode, "staying"))
@@ -353,6 +372,20 @@ async def test_a_deadline_bounds_the_whole_call_over_the_routes(
     with pytest.raises(APITimeoutError, match=r"deadline of 0\.5 s ran out"):
         await complete(routed, "Alice", max_tokens=2, deadline=0.5)
     await closed(routed)
+
+
+async def test_a_pause_of_the_only_route_is_cut_as_the_retry_policy_cuts_retry_after(
+    mode: str, east: Sandbox
+) -> None:
+    """A 429 asking for 30 s pauses the route's pacer no longer than a retry would wait: the policy's
+    ``max_retry_after``, well within the call's deadline (it paused 30 s and the call timed out)."""
+    east.inject(status=429, retry_after=30, count=1)
+    routed = router(mode, route(east, mode, "only"))
+    policy = RetryPolicy(max_retry_after=0.05)
+    result = await complete(routed, "Alice", max_tokens=2, retry=policy, deadline=5)
+    await closed(routed)
+    assert result.route == "only"
+    assert east.stats().requests == 2
 
 
 # Streams fail over before their first chunk only

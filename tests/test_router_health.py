@@ -62,3 +62,17 @@ def test_failures_older_than_the_window_are_forgotten() -> None:
     clock.now += WINDOW + 1
     health.failed(None)
     assert health.left() == 0
+
+
+def test_a_route_whose_last_answers_all_failed_cools_down_at_once_whatever_it_served_before() -> None:
+    clock = Clock()
+    health = Health(clock)
+    for _ in range(100):  # a healthy stretch: far more successes than the share rule would weigh
+        health.succeeded()
+        clock.now += 0.05
+    for _ in range(MIN_FAILURES - 1):
+        health.failed(None)
+    assert health.left() == 0  # a blip so far
+    health.failed(None)  # down now: its last answers all failed
+    assert health.left() == COOLDOWN
+    assert health.cooldowns == 1

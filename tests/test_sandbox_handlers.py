@@ -23,7 +23,8 @@ from starlette.responses import JSONResponse, Response
 from wrapper import apis as _api
 from wrapper.sandbox import Sandbox, _validate
 from wrapper.sandbox._catalog import Model
-from wrapper.sandbox._handler import Call, Handler, registry
+from wrapper.sandbox._handler import Call, Handler
+from wrapper.sandbox._registry import registry
 from wrapper.sandbox._validate import Operation
 
 NO_CREDENTIAL = {"gradient": "", "scale": ""}

@@ -18,7 +18,7 @@ from wrapper import apis as _api
 from wrapper._cli import main
 from wrapper.errors import APIStatusError
 from wrapper.sandbox import Sandbox, _validate
-from wrapper.sandbox._handler import registry
+from wrapper.sandbox._registry import registry
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC_FILES = {"gradient": ROOT / "specs" / "gradient.json", "scale": ROOT / "specs" / "scale.yaml"}

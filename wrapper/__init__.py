@@ -1,11 +1,13 @@
 """Typed clients for Gradient's and Scale GP's completion APIs: ``wrapper.gradient``, ``wrapper.scale``.
 
-The result classes, the request options (``RequestOptions``; ``Options``, those a client has in
-force), the hooks (``CallHooks``: what extras and your own code add to each call), the clients' base
-classes (``SyncClient``, ``AsyncClient``: to annotate code that takes
-either API's client) and the default HTTP clients (``DefaultHttpxClient``, ``DefaultAsyncHttpxClient``)
-are importable from here, and so are the router's ``Router``, ``AsyncRouter`` and ``Route``
-(``wrapper.router``); they load on first use, so that ``import wrapper`` loads none of them.
+The result classes, the request options (``RequestOptions``; ``Options`` in force, whose ``split`` is
+how a call's keyword arguments are split and checked), the clients' options (``ClientOptions``), the
+hooks (``CallHooks``: what extras and your own code add to each call, and ``Routing``, where each
+attempt of a call goes, the router's extension of them), the clients' base classes (``SyncClient``,
+``AsyncClient``: to annotate code that takes either API's client) and the default HTTP clients
+(``DefaultHttpxClient``, ``DefaultAsyncHttpxClient``) are importable from here, and so are the router's
+``Router``, ``AsyncRouter`` and ``Route`` (``wrapper.router``); they load on first use, so that
+``import wrapper`` loads none of them.
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from wrapper import apis as _apis
+
 if TYPE_CHECKING:
     from wrapper._core.async_client import AsyncClient
-    from wrapper._core.hooks import CallHooks, CallInfo, HookFactory
-    from wrapper._core.options import Options, RequestOptions, RetryPolicy
+    from wrapper._core.hooks import FORGIVEN_429S, CallHooks, CallInfo, HookFactory
+    from wrapper._core.options import ClientOptions, Options, RequestOptions, RetryPolicy
     from wrapper._core.raw import (
         AsyncWithRawResponse,
         AsyncWithStreamingResponse,
@@ -26,6 +30,8 @@ if TYPE_CHECKING:
         WithStreamingResponse,
     )
     from wrapper._core.results import Completion, CompletionChunk, TokenLogprob
+    from wrapper._core.retries import Target
+    from wrapper._core.routing import Routing
     from wrapper._core.streams import AsyncCompletionStream, CompletionStream
     from wrapper._core.sync_client import SyncClient
     from wrapper._core.transports.base import ClientClosedError
@@ -35,6 +41,7 @@ if TYPE_CHECKING:
     from wrapper.router._router import AsyncRouter, Router
 
 __all__ = [
+    "FORGIVEN_429S",
     "AsyncBatchIterator",
     "AsyncClient",
     "AsyncCompletionStream",
@@ -47,6 +54,7 @@ __all__ = [
     "CallHooks",
     "CallInfo",
     "ClientClosedError",
+    "ClientOptions",
     "Completion",
     "CompletionChunk",
     "CompletionStream",
@@ -59,8 +67,10 @@ __all__ = [
     "RetryPolicy",
     "Route",
     "Router",
+    "Routing",
     "StreamingResponse",
     "SyncClient",
+    "Target",
     "TokenLogprob",
     "WithRawResponse",
     "WithStreamingResponse",
@@ -68,6 +78,11 @@ __all__ = [
 
 # Public name -> the private module that defines it, imported on first access.
 _LAZY = {
+    "FORGIVEN_429S": "wrapper._core.hooks",
+    "ClientOptions": "wrapper._core.options",
+    "Options": "wrapper._core.options",
+    "Routing": "wrapper._core.routing",
+    "Target": "wrapper._core.retries",
     "AsyncBatchIterator": "wrapper.batch._run",
     "AsyncClient": "wrapper._core.async_client",
     "CallHooks": "wrapper._core.hooks",
@@ -86,7 +101,6 @@ _LAZY = {
     "ClientClosedError": "wrapper._core.transports.base",
     "CompletionStream": "wrapper._core.streams",
     "RawResponse": "wrapper._core.raw",
-    "Options": "wrapper._core.options",
     "RequestOptions": "wrapper._core.options",
     "RetryPolicy": "wrapper._core.options",
     "StreamingResponse": "wrapper._core.raw",
@@ -98,6 +112,17 @@ _LAZY = {
     "Router": "wrapper.router._router",
     "AsyncRouter": "wrapper.router._router",
 }
+
+
+def _api_module(name: str) -> object:
+    """The public module of the API ``name`` (``wrapper.scale``), imported: its descriptor registers itself.
+
+    The package gives ``wrapper.apis`` this, being above both: the descriptors' module imports none of
+    the modules built on it."""
+    return import_module(f"wrapper.{name}")
+
+
+_apis.loader = _api_module
 
 
 def __getattr__(name: str) -> Any:

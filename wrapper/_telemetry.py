@@ -1,8 +1,8 @@
 """OpenTelemetry GenAI telemetry: one CLIENT span and the GenAI client metrics per logical completion call.
 
-An extra on the clients' hooks (``wrapper.CallHooks``): each API's module gives its clients the
-factory ``traced``, which returns a call's hooks when the application has set a tracer or meter
-provider, and None otherwise. Free when it is off: opentelemetry is never imported from here, and
+An extra on the clients' hooks (``wrapper.CallHooks``): each API's descriptor gives its clients the
+factory ``traced`` (``Api.hooks``), which returns a call's hooks when the application has set a tracer
+or meter provider, and None otherwise. Free when it is off: opentelemetry is never imported from here, and
 a call looks up the providers in a few dictionary lookups. Prompts and completions are recorded
 only when ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``.
 """

@@ -35,7 +35,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
         f"wrapper.langchain needs LangChain ({exc.name} is missing): {install_hint('langchain')}"
     ) from exc
 
-from . import _frameworks
+from .frameworks import shared
 from .gradient import AsyncGradient, Gradient
 from .scale import AsyncScale, Scale
 
@@ -70,7 +70,7 @@ class _CompletionsLLM(BaseLLM):
     model_config = ConfigDict(populate_by_name=True, arbitrary_types_allowed=True, extra="forbid")
 
     _api_name: ClassVar[str]
-    _clients: _frameworks.Clients = PrivateAttr(default_factory=_frameworks.Clients)
+    _clients: shared.Clients = PrivateAttr(default_factory=shared.Clients)
 
     @model_validator(mode="before")
     @classmethod
@@ -79,7 +79,7 @@ class _CompletionsLLM(BaseLLM):
         ``model_kwargs``; anything else unknown is refused by the model."""
         if not isinstance(values, dict):
             return values
-        keywords = _frameworks.api(cls._api_name).rules().keys()
+        keywords = shared.api(cls._api_name).rules().keys()
         given = {k: values[k] for k in values if k in keywords and k not in cls.model_fields}
         if not given:
             return values
@@ -90,8 +90,8 @@ class _CompletionsLLM(BaseLLM):
     """The secret fields, each with the client's credential keyword it is given as."""
 
     @property
-    def _api(self) -> _frameworks.Api:
-        return _frameworks.api(self._api_name)
+    def _api(self) -> shared.Api:
+        return shared.api(self._api_name)
 
     @property
     def lc_secrets(self) -> dict[str, str]:
@@ -109,7 +109,7 @@ class _CompletionsLLM(BaseLLM):
         raise NotImplementedError
 
     def _options(self) -> dict[str, Any]:
-        return _frameworks.client_options(self.timeout, self.max_retries)
+        return shared.timeout_and_retries(self.timeout, self.max_retries)
 
     @property
     def _client(self) -> Scale | Gradient:
@@ -195,7 +195,7 @@ class _CompletionsLLM(BaseLLM):
             for name in type(self).model_fields
             if name in keywords and (value := getattr(self, name)) is not None
         }  # keywords of ``complete`` the model declares as its own fields (``max_tokens``)
-        return _frameworks.call_params(self._api, {**fields, **self.model_kwargs}, stop, kwargs)
+        return shared.call_params(self._api, {**fields, **self.model_kwargs}, stop, kwargs)
 
     # the four BaseLLM hooks
 
@@ -294,7 +294,7 @@ class _CompletionsLLM(BaseLLM):
                 yield chunk
 
     def _result(self, generations: list[Generation]) -> LLMResult:
-        usage = _frameworks.token_usage(g.generation_info for g in generations)
+        usage = shared.token_usage(g.generation_info for g in generations)
         output: dict[str, Any] = {"model_name": self._model_name}
         if usage:
             output["token_usage"] = usage
@@ -308,16 +308,14 @@ def _completed(result: BatchResult) -> Completion:
 
 
 def _generation(completion: Completion) -> Generation:
-    return Generation(text=completion.text, generation_info=_frameworks.generation_info(completion))
+    return Generation(text=completion.text, generation_info=shared.generation_info(completion))
 
 
 def _chunk(piece: CompletionChunk) -> GenerationChunk:
     """A LangChain chunk; only the last (with the finish reason) has ``generation_info``, since adding
     chunks joins the values of their infos (a request id on each would be repeated)."""
     last = piece.finish_reason is not None
-    return GenerationChunk(
-        text=piece.text, generation_info=_frameworks.generation_info(piece) if last else None
-    )
+    return GenerationChunk(text=piece.text, generation_info=shared.generation_info(piece) if last else None)
 
 
 def _joined(chunks: Iterator[GenerationChunk]) -> Generation:

@@ -42,7 +42,8 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
         f"wrapper.llama_index needs LlamaIndex ({exc.name} is missing): {install_hint('llama-index')}"
     ) from exc
 
-from . import _frameworks, gradient, scale
+from . import gradient, scale
+from .frameworks import shared
 from .gradient import AsyncGradient, Gradient
 from .scale import AsyncScale, Scale
 
@@ -79,12 +80,12 @@ class _CompletionsLLM(CustomLLM):
     )
 
     _api_name: ClassVar[str]
-    _clients: _frameworks.Clients = PrivateAttr(default_factory=_frameworks.Clients)
+    _clients: shared.Clients = PrivateAttr(default_factory=shared.Clients)
     _context: int | None = PrivateAttr(default=None)
 
     @property
-    def _api(self) -> _frameworks.Api:
-        return _frameworks.api(self._api_name)
+    def _api(self) -> shared.Api:
+        return shared.api(self._api_name)
 
     @property
     def _model_name(self) -> str:
@@ -126,7 +127,7 @@ class _CompletionsLLM(CustomLLM):
         """The sandbox's context window for the model, asked once; never asked of the vendor's own URL."""
         if self._context is None:
             url, vendor = self._urls()
-            found = None if url == vendor else _frameworks.sandbox_context(url, self._api, self._model_name)
+            found = None if url == vendor else shared.sandbox_context(url, self._api, self._model_name)
             self._context = _UNKNOWN if found is None else found
         return None if self._context == _UNKNOWN else self._context
 
@@ -138,7 +139,7 @@ class _CompletionsLLM(CustomLLM):
         fields: dict[str, Any] = {"temperature": self.temperature}
         fields[self._api.max_tokens] = self.max_tokens
         defaults = {k: v for k, v in fields.items() if v is not None} | self.additional_kwargs
-        return _frameworks.call_params(self._api, defaults, None, kwargs)
+        return shared.call_params(self._api, defaults, None, kwargs)
 
     def _prompt(self, prompt: str, formatted: bool) -> str:
         to_prompt = self.completion_to_prompt
@@ -212,7 +213,7 @@ class _CompletionsLLM(CustomLLM):
 
 def _response(result: Completion | CompletionChunk, text: str | None = None) -> CompletionResponse:
     """A LlamaIndex response for a completion, or for a chunk (``text`` so far, the chunk as ``delta``)."""
-    info = _frameworks.generation_info(result)
+    info = shared.generation_info(result)
     if text is None:
         return CompletionResponse(text=result.text, raw=result.raw, additional_kwargs=info)
     return CompletionResponse(text=text, delta=result.text, additional_kwargs=info)
@@ -247,7 +248,7 @@ class ScaleLLM(_CompletionsLLM):
             "api_key": self.api_key,
             "account_id": self.account_id,
             "base_url": self.base_url,
-            **_frameworks.client_options(self.timeout, self.max_retries),
+            **shared.timeout_and_retries(self.timeout, self.max_retries),
         }
 
     @property
@@ -309,7 +310,7 @@ class GradientLLM(_CompletionsLLM):
             "access_token": self.access_token,
             "workspace_id": self.workspace_id,
             "base_url": self.host,
-            **_frameworks.client_options(self.timeout, self.max_retries),
+            **shared.timeout_and_retries(self.timeout, self.max_retries),
         }
 
     @property

@@ -26,7 +26,7 @@ from _stats import Figure, Row, Sizes, interleaved
 from ray import cloudpickle
 
 import wrapper.ray
-from wrapper.batch._pacing import Pacer
+from wrapper.pacing import Pacer
 from wrapper.ray._leases import Grant, Report
 from wrapper.sandbox import Sandbox
 

@@ -22,7 +22,7 @@ from helpers import batch_threads, wait_until
 
 from wrapper import BatchResult, RetryPolicy
 from wrapper._core.retries import is_retryable
-from wrapper.batch._run import FORGIVEN_429S
+from wrapper.batch import FORGIVEN_429S
 from wrapper.errors import APIResponseValidationError, BadRequestError, ContentFlaggedError
 from wrapper.sandbox import Sandbox
 

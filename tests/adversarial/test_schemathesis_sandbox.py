@@ -29,7 +29,7 @@ from schemathesis.specs.openapi.checks import ignored_auth, positive_data_accept
 
 from wrapper.sandbox import Sandbox
 from wrapper.sandbox._catalog import FAIL_TRIGGER
-from wrapper.sandbox._handler import registry
+from wrapper.sandbox._registry import registry
 
 from ._clients import GRADIENT_TOKEN, SCALE_KEY
 from ._schemas import SPECS, spec

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from wrapper import Options
 from wrapper import apis as _api
 from wrapper._cli._batch_command import describe, result_fields, run_batch
 from wrapper._cli._cache_command import run_cache
@@ -156,6 +157,7 @@ def _routes_checker(router: Any) -> Callable[..., None]:
     """A check of parameters (and a prompt) against every route's API, as each route would send them."""
 
     def check(params: dict[str, Any], prompt: str | None = None) -> None:
+        params = _request_params(params)
         for route in router.routes:
             try:
                 keywords = route.keywords(params)  # its error names the route
@@ -176,11 +178,20 @@ def _param_checker(provider: str) -> Callable[..., None]:
 
     def check(params: dict[str, Any], prompt: str | None = None) -> None:
         try:
-            api.check(params, prompt)
+            api.check(_request_params(params), prompt)
         except (TypeError, ValueError) as exc:
             raise InputLineError(str(exc)) from None
 
     return check
+
+
+def _request_params(params: dict[str, Any]) -> dict[str, Any]:
+    r"""The request's parameters among ``--param``\ s (or an input line's), the request options among them
+    (``--param deadline=30``) checked as a call checks them: an ``InputLineError`` naming a bad one."""
+    try:
+        return Options().split(params)[0]
+    except ValueError as exc:
+        raise InputLineError(str(exc)) from None
 
 
 def _complete(client: Any, args: argparse.Namespace, params: dict[str, Any]) -> int:

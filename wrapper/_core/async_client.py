@@ -1,37 +1,44 @@
 """The async clients: requests through aiohttp or httpx (``transports.choice.AsyncTransports``), one
-attempt loop (``retries.arun``) for ``complete`` and for a stream's opening."""
+attempt loop (``retries.arun``) for ``complete`` and for a stream's opening, whether a call is made on
+a client or routed over several (``routing``)."""
 
 from __future__ import annotations
 
 import functools
 import math
 import time
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Self, cast
 
 import httpx
 
 from . import sse
-from .client import ClientCore, is_event_stream
+from .client import ClientCore, chunks_failed, is_event_stream, stream_failed, target_request
 from .error_mapping import invalid
-from .headers import ResponseHeaders
+from .headers import user_agent
 from .insecure import warn_if_insecure
-from .options import Options
+from .options import Options, checked_limits
 from .raw import RAW, AsyncWithRawResponse, AsyncWithStreamingResponse, RawResponse
-from .retries import Attempts, arun
-from .settings import Settings, checked_http_client
+from .results import ResponseHeaders, routed, whole
+from .retries import Attempts, Picks, Target, arun
+from .settings import Connect, checked_http_client
 from .stream_body import DeadlinePassed, Received, in_time
-from .transports.base import Request
 from .transports.choice import AsyncTransports
-from .transports.network import checked_limits, proxy_in_env, ssl_context, user_agent
+from .transports.environment import proxy_in_env, ssl_context
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     from .results import Completion, CompletionChunk
     from .streams import AsyncCompletionStream
-    from .wires import StreamingWire, Wire
+    from .transports.base import Request
+    from .wires import StreamingWire
 
-__all__ = ["AsyncClient", "load_ahead"]
+__all__ = ["AsyncClient", "acomplete_routed", "astream_routed", "load_ahead"]
+
+Opened = tuple[httpx.Response, "CompletionChunk", AsyncIterator["CompletionChunk"]]
+"""A stream's opening: its response, status checked, its first chunk and the others to come."""
 
 
 def load_ahead() -> None:
@@ -40,7 +47,8 @@ def load_ahead() -> None:
     anyio backend, the default pools' TLS context (a CA bundle: 25 to 45 ms) and the User-Agent (the
     package's metadata: 15 to 40 ms); asyncio's debug mode reported the first client's 0.39 s.
 
-    Each API module calls it as it is imported; the modules and the two values load once per process.
+    This module calls it as it is imported (with an API's module); the modules and the two values load
+    once per process.
     """
     import anyio._backends._asyncio  # noqa: F401  (what anyio.connect_tcp imports)
     import httpcore._backends.anyio  # noqa: F401  (what httpcore's AutoBackend imports)
@@ -57,17 +65,13 @@ class AsyncClient(ClientCore):
     It works from any event loop, with a connection pool of its own in each.
     """
 
-    def __init__(
-        self,
-        wire: Wire,
-        settings: Settings,
-        http_client: httpx.AsyncClient | None,
-        limits: httpx.Limits | None,
-        default_headers: Mapping[str, str] | None,
-        options: Mapping[str, Any],
-    ) -> None:
+    _HTTP_CLIENT = "httpx.AsyncClient"
+
+    def __init__(self, connect: Connect, arguments: Mapping[str, Any]) -> None:
+        arguments = self._arguments(arguments)
+        http_client, limits = arguments.pop("http_client", None), arguments.pop("limits", None)
+        super().__init__(connect, arguments)
         limits = checked_limits(limits, checked_http_client(http_client, httpx.AsyncClient))
-        super().__init__(wire, settings, default_headers, dict(options))
         warn_if_insecure(self._base_url, http_client)
         self._transports = transports = AsyncTransports(
             http_client, limits=limits, verify=ssl_context, proxy=proxy_in_env()
@@ -99,86 +103,52 @@ class AsyncClient(ClientCore):
         return AsyncWithStreamingResponse(self)
 
     async def _complete(self, model: str, prompt: str, kwargs: Mapping[str, Any]) -> Completion:
-        """One completion through the attempt loop, with the hooks of the call's options.
+        params, options = self._options.split(kwargs)
+        return await self.call(model, prompt, params, options)
 
-        Inside ``with_raw_response`` (``raw.RAW``) it is the completion's ``RawResponse`` instead.
-        """
-        params, options = self._call(kwargs)
+    async def call(self, model: str, prompt: str, params: Mapping[str, Any], options: Options) -> Completion:
+        """The async ``SyncClient.call``: ``complete`` with its keyword arguments split already."""
         with self._attempts(options, model, prompt, params, stream=False) as attempts:
-            request = self._build(model, prompt, params, options, stream=False)
-
-            async def attempt() -> Completion | RawResponse:
-                sent = attempts.bounded(request)
-                transport = self._transports.ready() or await self._transports.pick()
-                started = time.perf_counter()
-                try:
-                    reply = await transport.send(sent)
-                except Exception as exc:
-                    raise self._failed(sent, started, exc) from exc
-                return self._result(self._checked(reply, sent, started))
-
-            result = await arun(attempt, attempts)
+            request = attempts.request = self._build(model, prompt, params, options, stream=False)
+            result = await arun(lambda _: self._send(request, attempts), attempts)
             if attempts.hooks:
                 await attempts.asucceeded(result.parse() if isinstance(result, RawResponse) else result)
             return cast("Completion", result)  # a RawResponse inside with_raw_response
+
+    async def _send(
+        self, request: Request, attempts: Attempts, route: str | None = None
+    ) -> Completion | RawResponse:
+        """One attempt of a completion."""
+        sent = attempts.bounded(request)
+        transport = self._transports.ready() or await self._transports.pick()
+        started = time.perf_counter()
+        try:
+            reply = await transport.send(sent)
+        except Exception as exc:
+            raise self._failed(sent, started, exc) from exc
+        return self._result(self._checked(reply, sent, started), route)
 
     def _stream(self, model: str, prompt: str, kwargs: Mapping[str, Any]) -> AsyncCompletionStream:
         """The stream of a call (arguments checked now, the request sent on the first ``anext()``)."""
         from .streams import AsyncCompletionStream
 
-        params, options = self._call(kwargs)
-        request = self._build(model, prompt, params, options, stream=True)
-        if not self.API.streams:
-            return AsyncCompletionStream(self._one_chunk(model, prompt, kwargs))
-        return AsyncCompletionStream(self._sse(request, options, model, prompt, params))
+        request, attempts = self._stream_call(model, prompt, kwargs)
+        return AsyncCompletionStream(_streamed(attempts, lambda _, made: self._opening(request, made, None)))
 
-    async def _one_chunk(
-        self, model: str, prompt: str, kwargs: Mapping[str, Any]
-    ) -> AsyncGenerator[httpx.Response | CompletionChunk, None]:
-        from .results import whole
-
+    async def _opening(self, request: Request, attempts: Attempts, route: str | None) -> Opened:
+        """One attempt at a stream's opening (an API that does not stream: its completion as one chunk)."""
+        if self.API.streams:
+            return await self._open(request, attempts, route)
         token = RAW.set(True)
         try:
-            raw = cast("RawResponse", await self._complete(model, prompt, kwargs))
+            raw = cast("RawResponse", await self._send(request, attempts, route))
         finally:
             RAW.reset(token)
-        yield raw.http_response
-        yield whole(raw.parse())
+        return raw.http_response, whole(raw.parse()), _none()
 
-    async def _sse(
-        self, request: Request, options: Options, model: str, prompt: str, params: Mapping[str, Any]
-    ) -> AsyncGenerator[httpx.Response | CompletionChunk, None]:
-        """The stream's response, then its chunks; ``aclose()`` closes the connection.
-
-        Everything up to the first chunk is one attempt, retried as any failed request is (nothing
-        reached the caller yet); after it, never.
-        """
-        with self._attempts(options, model, prompt, params, stream=True) as attempts:
-            with attempts.active():
-                try:
-                    opened = await arun(lambda: self._open(request, attempts), attempts)
-                except DeadlinePassed as exc:  # final: no attempt fits after it
-                    raise exc.error(request.as_httpx(), attempts.retries + 1) from exc.__cause__
-            response, first, chunks = opened
-            if attempts.hooks:
-                await attempts.asucceeded(None)
-            try:
-                yield response
-                yield attempts.chunk(first)
-                async for chunk in chunks:
-                    yield attempts.chunk(chunk)
-            except DeadlinePassed as exc:
-                raise exc.error(response.request, attempts.retries + 1) from exc.__cause__
-            except Exception as exc:
-                raise self._stream_failed(response, exc, attempts) from exc
-            finally:
-                await chunks.aclose()
-
-    async def _open(
-        self, request: Request, attempts: Attempts
-    ) -> tuple[httpx.Response, CompletionChunk, AsyncGenerator[CompletionChunk]]:
+    async def _open(self, request: Request, attempts: Attempts, route: str | None) -> Opened:
         """One attempt: the stream's response, status checked, its first chunk and the others to come."""
-        options = attempts.options
+        options = attempts.sending
         sent = attempts.bounded(request)
         transport = self._transports.ready() or await self._transports.pick()
         started = time.perf_counter()
@@ -198,8 +168,10 @@ class AsyncClient(ClientCore):
         except DeadlinePassed:  # not an APIError: the attempt loop lets it through
             raise
         except Exception as exc:  # the generator closed the response
-            raise self._chunks_failed(response, exc, options) from exc
-        return response, first, chunks
+            raise chunks_failed(response, exc, options) from exc
+        if route is None:
+            return response, first, chunks
+        return response, routed(first, route), _routed(chunks, route)
 
     async def _chunks(self, response: httpx.Response, attempts: Attempts) -> AsyncGenerator[CompletionChunk]:
         """The chunks of a stream's body, until it ends complete (else ``IncompleteStreamError``) or
@@ -229,3 +201,83 @@ class AsyncClient(ClientCore):
             raise
         finally:
             await response.aclose()
+
+
+async def _none() -> AsyncGenerator[CompletionChunk]:
+    """No more chunks (an API that does not stream sent its one)."""
+    return
+    yield
+
+
+async def _routed(chunks: AsyncGenerator[CompletionChunk], route: str) -> AsyncGenerator[CompletionChunk]:
+    async with aclosing(chunks):
+        async for chunk in chunks:
+            yield routed(chunk, route)
+
+
+async def _streamed(
+    attempts: Callable[[], Attempts], opening: Callable[[Target | None, Attempts], Awaitable[Opened]]
+) -> AsyncGenerator[httpx.Response | CompletionChunk, None]:
+    """A stream's response, then its chunks; ``aclose()`` closes the connection.
+
+    Everything up to the first chunk is one attempt, retried as any failed request is (nothing
+    reached the caller yet); after it, never.
+    """
+    with attempts() as made:
+        try:
+            response, first, chunks = await arun(lambda target: opening(target, made), made)
+        except DeadlinePassed as exc:  # final: no attempt fits after it
+            assert made.request is not None
+            raise exc.error(made.request.as_httpx(), made.retries + 1) from exc.__cause__
+        made.opened()
+        if made.hooks:
+            await made.asucceeded(None)
+        try:
+            yield response
+            yield made.chunk(first)
+            async for chunk in chunks:
+                yield made.chunk(chunk)
+        except DeadlinePassed as exc:
+            raise exc.error(response.request, made.retries + 1) from exc.__cause__
+        except Exception as exc:
+            raise stream_failed(response, exc, made) from exc
+        finally:
+            await cast("AsyncGenerator[CompletionChunk]", chunks).aclose()
+
+
+async def acomplete_routed(routing: Picks, prompt: str) -> Completion:
+    """``Routing.acomplete``: a completion whose attempts go where ``routing`` says."""
+    build = functools.partial(target_request, prompt=prompt, stream=False)
+    with Attempts(routing.options, routing=routing, prompt=prompt, build=build) as attempts:
+
+        async def attempt(target: Target | None) -> Completion | RawResponse:
+            assert target is not None
+            assert attempts.request is not None
+            client: AsyncClient = target.client
+            return await client._send(attempts.request, attempts, target.route)
+
+        result = await arun(attempt, attempts)
+        if attempts.hooks:
+            await attempts.asucceeded(result.parse() if isinstance(result, RawResponse) else result)
+        return cast("Completion", result)
+
+
+def astream_routed(routing: Picks, prompt: str) -> AsyncCompletionStream:
+    """``Routing.astream``: a stream whose attempts (up to its first chunk) go where ``routing`` says."""
+    from .streams import AsyncCompletionStream
+
+    build = functools.partial(target_request, prompt=prompt, stream=True)
+
+    async def opening(target: Target | None, attempts: Attempts) -> Opened:
+        assert target is not None
+        assert attempts.request is not None
+        client: AsyncClient = target.client
+        return await client._opening(attempts.request, attempts, target.route)
+
+    attempts = functools.partial(
+        Attempts, routing.options, stream=True, routing=routing, prompt=prompt, build=build
+    )
+    return AsyncCompletionStream(_streamed(attempts, opening))
+
+
+load_ahead()  # what building an async client and its first call need: loaded here, not in an event loop

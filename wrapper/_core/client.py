@@ -15,7 +15,9 @@ never followed.
 from __future__ import annotations
 
 import copy
+import json
 import logging
+import os
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Self, Unpack
@@ -25,24 +27,24 @@ import httpx
 from wrapper._generated.exceptions import APIConnectionError, APIStatusError, APITimeoutError, NotFoundError
 
 from .error_mapping import Malformed, connection_error, is_transport_failure, requested
-from .headers import ResponseHeaders
-from .hooks import CallInfo, HookFactory
-from .options import Options, RequestOptions, checked_timeout, split
+from .headers import checked_headers, user_agent
+from .hooks import CallInfo
+from .options import Options, RequestOptions, constructor_signature
 from .raw import RAW, RawResponse
 from .redact import redacted_headers, redacted_url
-from .retries import Attempts
-from .settings import Settings, checked_base_url
-from .transports.base import ClientClosedError, Reply, Request, encode_json
-from .transports.network import checked_headers, user_agent
+from .results import ResponseHeaders, routed
+from .retries import Attempts, Target, hooks_of
+from .settings import Connect, checked_arguments, checked_base_url, credentials, from_env
+from .transports import fork
+from .transports.base import ClientClosedError, Reply, Request
 from .validate import check_encodable
 
 if TYPE_CHECKING:
     from wrapper.apis import Api
 
     from .results import Completion
-    from .wires import Wire
 
-__all__ = ["ClientCore", "is_event_stream"]
+__all__ = ["ClientCore", "chunks_failed", "is_event_stream", "stream_failed", "target_request"]
 
 logger = logging.getLogger("wrapper")
 
@@ -64,32 +66,78 @@ def _log_response(request: Request, status: int, started: float) -> None:
         )
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+"""Bodies as httpx encodes a ``json=`` argument, so that every transport sends the same bytes (one
+encoder: ``json.dumps`` with these arguments builds one a call)."""
+
+
+def target_request(target: Target, *, prompt: str, stream: bool) -> Request:
+    """A routed call's request to ``target`` (``Attempts.build``), its arguments checked now."""
+    client: ClientCore = target.client
+    return client._build(target.model, prompt, target.params, target.options, stream=stream)
+
+
+def chunks_failed(response: httpx.Response, exc: Exception, options: Options) -> Exception:
+    """The typed error for a failure while reading a stream's events (an idle stream's says so)."""
+    if isinstance(exc, APIStatusError):  # an error event
+        return requested(exc)
+    idle = options.stream_idle_timeout
+    if isinstance(exc, httpx.ReadTimeout) and idle is not None:
+        return APITimeoutError(
+            f"the stream sent nothing for {idle:g} s (stream_idle_timeout)", request=response.request
+        )
+    return connection_error(exc, response.request) if is_transport_failure(exc) else exc
+
+
+def stream_failed(response: httpx.Response, exc: Exception, attempts: Attempts) -> Exception:
+    """The error that ends a stream after its first chunk (never retried): as ``chunks_failed``, a
+    connection error saying how many attempts were made and that the stream had begun."""
+    error = chunks_failed(response, exc, attempts.sending)
+    if isinstance(error, APIConnectionError) and error is not exc:
+        return attempts.gave_up(error, begun=True)
+    return error
+
+
 class ClientCore:
     """Settings, options and the parts of a call that do no I/O, for sync and async clients alike."""
 
     API: Api
-    HOOKS: tuple[HookFactory, ...] = ()
-    """Hooks every call of the class gets, before its options' own (an API's module gives telemetry's)."""
     _pool_closed: Callable[[], bool]
     _derived = False
     """True for a ``with_options`` copy: the pool is its parent's, and closing the copy leaves it open."""
     _closed_alone = False
 
-    def __init__(
-        self,
-        wire: Wire,
-        settings: Settings,
-        default_headers: Mapping[str, str] | None,
-        options: dict[str, Any],
-    ) -> None:
+    def __init__(self, connect: Connect, arguments: dict[str, Any]) -> None:
+        """The settings of a client of ``self.API``: ``arguments`` are its constructor's (credentials and
+        ``ClientOptions``; those of its pool taken out already), ``connect`` its API's module's."""
         from .logs import setup_logging  # SGP_CLIENT_LOG, GRADIENT_LOG: read on an API's first client
 
-        setup_logging(self.API.log_env)
-        self._wire = wire
-        self._base_url = checked_base_url(settings.base_url, self.API)
-        self._headers = {"User-Agent": user_agent(), **checked_headers(default_headers)}
-        self._credentials = settings.headers
-        self._options = Options(checked_timeout(options.pop("timeout")), 0, hooks=self.HOOKS).merged(options)
+        api = self.API
+        setup_logging(api.log_env)
+        self._wire, self._credentials = connect(credentials(api, arguments))
+        base_url = from_env(arguments.pop("base_url", None), api.base_url_env, "base_url")
+        self._base_url = checked_base_url(base_url or api.default_base_url, api)
+        self._headers = {
+            "User-Agent": user_agent(),
+            **checked_headers(arguments.pop("default_headers", None)),
+        }
+        self._options = Options(hooks=api.hooks).merged(arguments)
+
+    _HTTP_CLIENT: str
+    """The kind of ``http_client`` the side's clients take (``ClientOptions``' ``H``), shown in signatures."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """An API's client class shows each of its constructor's arguments (``help``, ``inspect``)."""
+        super().__init_subclass__(**kwargs)
+        if "API" in cls.__dict__:
+            credentials = (credential.keyword for credential in cls.API.credentials)
+            cls.__signature__ = constructor_signature(credentials, cls._HTTP_CLIENT)  # type: ignore[attr-defined]
+
+    @classmethod
+    def _arguments(cls, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """A constructor's keyword arguments, a ``TypeError`` for one the class does not take."""
+        checked_arguments(cls.API, cls.__name__, arguments)
+        return dict(arguments)
 
     @property
     def base_url(self) -> str:
@@ -137,20 +185,30 @@ class ClientCore:
             f"max_retries={self.max_retries})"
         )
 
-    def _call(self, kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], Options]:
-        """A call's keyword arguments as its parameters and the options in force for it."""
-        params, given = split(kwargs)
-        return params, self._options.merged(given)
-
     def _attempts(
         self, options: Options, model: str, prompt: str, params: Mapping[str, Any], *, stream: bool
     ) -> Attempts:
         """A call's attempts, with the hooks its options' factories give it."""
         if not options.hooks:
             return Attempts(options, stream=stream)
-        call = CallInfo(self, model, prompt, params, stream)
-        hooks = [hook for factory in options.hooks if (hook := factory(call)) is not None]
-        return Attempts(options, hooks, stream=stream)
+        started = time.monotonic()
+        deadline = None if options.deadline is None else started + options.deadline
+        hooks = hooks_of(options, CallInfo(self, model, prompt, params, stream, None, deadline))
+        return Attempts(options, hooks, stream=stream, started=started)
+
+    def _stream_call(
+        self, model: str, prompt: str, kwargs: Mapping[str, Any]
+    ) -> tuple[Request, Callable[[], Attempts]]:
+        """A stream's request (its arguments checked now) and what makes its attempts once it is opened."""
+        params, options = self._options.split(kwargs)
+        request = self._build(model, prompt, params, options, stream=True)
+
+        def attempts() -> Attempts:
+            made = self._attempts(options, model, prompt, params, stream=True)
+            made.request = request
+            return made
+
+        return request, attempts
 
     def _build(
         self, model: str, prompt: str, params: Mapping[str, Any], options: Options, *, stream: bool
@@ -158,6 +216,8 @@ class ClientCore:
         """The request of one call (arguments checked now); ``ClientClosedError`` on a closed client."""
         if self._closed():
             raise ClientClosedError(f"this {type(self).__name__} client is closed: build a new one")
+        if fork.pid != os.getpid():  # a child forked by C code that ran no fork hooks: run them now
+            fork.missed()
         streams = stream and self.API.streams
         try:
             kwargs = self._wire.request(model, prompt, params, stream=streams)
@@ -165,7 +225,7 @@ class ClientCore:
             if options.extra_query:
                 url = str(httpx.URL(url).copy_merge_params(options.extra_query))
             body = {**kwargs["json"], **options.extra_body} if options.extra_body else kwargs["json"]
-            content = encode_json(body)
+            content = _ENCODER.encode(body).encode()
         except UnicodeEncodeError:  # a lone surrogate somewhere: say in which argument
             extra = {"extra_query": options.extra_query, "extra_body": options.extra_body}
             check_encodable({"model": model, "prompt": prompt, **params, **extra})
@@ -174,13 +234,6 @@ class ClientCore:
         if streams:
             headers["Accept"] = "text/event-stream"
         return Request(kwargs["method"].upper(), url, headers, content, options.timeout)
-
-    def _batched(self, kwargs: Mapping[str, Any]) -> tuple[Self, dict[str, Any]]:
-        """For ``complete_many``: this client with the call's options, and the parameters for each prompt."""
-        params, options = self._call(kwargs)
-        client = copy.copy(self)
-        client._options = options
-        return client, params
 
     def _checked(self, reply: Reply, request: Request, started: float) -> Reply:
         """``reply`` if it is a success (2xx), else its typed error raised; logged at DEBUG either way.
@@ -205,12 +258,15 @@ class ClientCore:
             f"and {endpoint!r} is appended to it (the default is {self.API.default_base_url!r})"
         )
 
-    def _result(self, reply: Reply) -> Completion | RawResponse:
-        """The completion in ``reply`` (its ``RawResponse`` inside ``with_raw_response``)."""
+    def _result(self, reply: Reply, route: str | None = None) -> Completion | RawResponse:
+        """The completion in ``reply`` (its ``RawResponse`` inside ``with_raw_response``), carrying the
+        ``route`` that served it (a routed call's)."""
         try:
             completion = self._wire.parse(reply.content, ResponseHeaders(reply.headers))
         except Malformed as exc:
             raise exc.at(reply.response()) from None
+        if route is not None:
+            completion = routed(completion, route)
         return RawResponse(reply.response(), completion) if RAW.get() else completion
 
     def _failed(self, request: Request, started: float, exc: Exception) -> Exception:
@@ -223,25 +279,6 @@ class ClientCore:
             logger.debug(
                 "%s %s failed after %.3fs: %r", request.method, redacted_url(request.url), elapsed, exc
             )
-        return error
-
-    def _chunks_failed(self, response: httpx.Response, exc: Exception, options: Options) -> Exception:
-        """The typed error for a failure while reading a stream's events (an idle stream's says so)."""
-        if isinstance(exc, APIStatusError):  # an error event
-            return requested(exc)
-        idle = options.stream_idle_timeout
-        if isinstance(exc, httpx.ReadTimeout) and idle is not None:
-            return APITimeoutError(
-                f"the stream sent nothing for {idle:g} s (stream_idle_timeout)", request=response.request
-            )
-        return connection_error(exc, response.request) if is_transport_failure(exc) else exc
-
-    def _stream_failed(self, response: httpx.Response, exc: Exception, attempts: Attempts) -> Exception:
-        """The error that ends a stream after its first chunk (never retried): as ``_chunks_failed``,
-        a connection error saying how many attempts were made and that the stream had begun."""
-        error = self._chunks_failed(response, exc, attempts.options)
-        if isinstance(error, APIConnectionError) and error is not exc:
-            return attempts.gave_up(error, begun=True)
         return error
 
     def _stream_opened(self, response: httpx.Response, request: Request, started: float) -> httpx.Response:

@@ -6,7 +6,6 @@ import errno
 import json
 import socket
 import ssl
-from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import httpx
@@ -235,45 +234,3 @@ class Malformed(Exception):
     def at(self, response: httpx.Response, event: str | None = None) -> APIResponseValidationError:
         """The ``APIResponseValidationError`` for this body in ``response``."""
         return invalid(response, self.what, event)
-
-
-_RAW_DECODE = json.JSONDecoder().raw_decode
-
-
-def json_object(content: bytes | str) -> dict[str, Any]:
-    """A JSON object body (or stream event data); ``Malformed`` if it is anything else."""
-    try:
-        data = _loads(content)
-    except ValueError:
-        raise Malformed("is not JSON") from None
-    if not isinstance(data, dict):
-        raise Malformed("is not a JSON object")
-    return data
-
-
-def _loads(content: bytes | str) -> Any:
-    """``json.loads``, faster for a stream event's data: it has no whitespace around it for loads to scan."""
-    if isinstance(content, str):
-        try:
-            data, end = _RAW_DECODE(content)
-        except ValueError:
-            end = -1
-        if end == len(content):
-            return data
-    return json.loads(content)  # bytes, surrounding whitespace, or not JSON (then its error)
-
-
-def model(from_dict: Callable[[Mapping[str, Any]], T], data: Mapping[str, Any]) -> T:
-    """``data`` parsed by a generated model's ``from_dict``; ``Malformed`` if it does not have its shape."""
-    try:
-        return from_dict(data)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise Malformed(f"does not match the spec ({type(exc).__name__}: {exc})") from None
-
-
-def parse_model(from_dict: Callable[[Mapping[str, Any]], T], content: bytes | str) -> T:
-    """A JSON body (or a stream event's data) parsed by a generated model's ``from_dict``.
-
-    Anything that is not JSON of the model's shape raises ``Malformed``.
-    """
-    return model(from_dict, json_object(content))

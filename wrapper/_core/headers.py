@@ -1,52 +1,57 @@
-"""A response's headers as results carry them: ``ResponseHeaders``, built only when first read."""
+"""The headers the clients send: the User-Agent every request carries, and the checks a header given
+by the caller (``default_headers``, ``extra_headers``, a credential) must pass before it is sent."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+import functools
+import re
+from collections.abc import Mapping
 
-__all__ = ["ResponseHeaders"]
+import httpx
 
-
-class ResponseHeaders(Mapping[str, str]):
-    """A response's headers: read-only, case-insensitive (repeated names joined with ", ", as httpx does).
-
-    Built from the raw ``(name, value)`` byte pairs the transport gave, and only when first read:
-    most callers never look, and the fast lane should not pay for them.
-    """
-
-    __slots__ = ("_map", "_raw")
-
-    def __init__(self, raw: Iterable[tuple[bytes, bytes]]) -> None:
-        self._raw = raw
-        self._map: dict[str, str] | None = None
-
-    def _items(self) -> dict[str, str]:
-        if self._map is None:
-            items: dict[str, str] = {}
-            for name, value in self._raw:
-                key, text = _decode(name).lower(), _decode(value)
-                items[key] = f"{items[key]}, {text}" if key in items else text
-            self._map = items
-        return self._map
-
-    def __getitem__(self, name: str) -> str:
-        return self._items()[name.lower()]
-
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and name.lower() in self._items()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._items())
-
-    def __len__(self) -> int:
-        return len(self._items())
-
-    def __repr__(self) -> str:
-        return f"ResponseHeaders({self._items()!r})"
+__all__ = ["checked_headers", "header_value", "user_agent"]
 
 
-def _decode(value: bytes) -> str:
+@functools.cache
+def user_agent() -> str:
+    """``completion-clients/<version> httpx/<version>``, sent on every request, whichever the path."""
+    from importlib.metadata import PackageNotFoundError, version  # not at import: it costs a few ms
+
     try:
-        return value.decode("ascii")
-    except UnicodeDecodeError:
-        return value.decode("latin-1")
+        ours = version("completion-clients")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        ours = "0"
+    return f"completion-clients/{ours} httpx/{httpx.__version__}"
+
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+
+def header_value(value: str, argument: str) -> str:
+    """``value``, refused with a ``ValueError`` naming ``argument`` if it cannot be an HTTP header value.
+
+    A line break would end the header early; the value itself is never in the message (it may be a secret).
+    """
+    for char in value:
+        if not " " <= char <= "~":
+            control = char < " " or char == "\x7f"
+            kind = "a control character (such as a line break)" if control else "a non-ASCII character"
+            raise ValueError(
+                f"{argument} must be printable ASCII to go in an HTTP header; it contains {kind}"
+            )
+    return value
+
+
+def checked_headers(headers: Mapping[str, str] | None, argument: str = "default_headers") -> dict[str, str]:
+    """``headers`` as a dict; ``ValueError`` naming ``argument`` and the header that cannot be sent."""
+    if headers is None:
+        return {}
+    if not isinstance(headers, Mapping):
+        raise ValueError(f"{argument} must be a mapping of header names to values; got {headers!r}")
+    for name, value in headers.items():
+        if not isinstance(name, str) or not _TOKEN.fullmatch(name):
+            raise ValueError(f"{argument}: {name!r} is not a valid HTTP header name")
+        if not isinstance(value, str):
+            raise ValueError(f"{argument}[{name!r}] must be a string; got {type(value).__name__}")
+        header_value(value, f"{argument}[{name!r}]")
+    return dict(headers)

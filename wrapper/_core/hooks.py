@@ -3,8 +3,9 @@
 A hook factory, given in the ``hooks`` request option (of a client, ``with_options`` or a call), is
 called once per call with its ``CallInfo`` and returns the call's ``CallHooks`` (or None: nothing to
 add). The client's attempt loop then calls them around each attempt. The batch paces and counts its
-prompts this way, the telemetry traces each call, and so can your own code: count attempts, keep a
-shared rate limit, log each retry.
+prompts this way, the telemetry traces each call, a router's routes pace themselves and keep their
+health (``routing``: where each attempt goes), and so can your own code: count attempts, keep a shared
+rate limit, log each retry.
 """
 
 from __future__ import annotations
@@ -19,14 +20,19 @@ if TYPE_CHECKING:
 
     from .results import Completion, CompletionChunk
 
-__all__ = ["CallHooks", "CallInfo", "HookFactory"]
+__all__ = ["FORGIVEN_429S", "CallHooks", "CallInfo", "HookFactory"]
+
+FORGIVEN_429S = 10
+"""At most this many of a call's failures that its hooks forgave cost no retry (a pacer's 429s, say)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class CallInfo:
     """One call as its hooks see it: the client (``client.API`` is its API's descriptor), the model, the
     prompt, the request's parameters (the keyword arguments but the request options), whether it
-    streams, and the route that sent it (``wrapper.router``; None for a call made on the client)."""
+    streams, the route that sent it (``wrapper.router``; None for a call made on the client), and when
+    its deadline passes, on ``time.monotonic()``'s clock (None: no deadline). A hook that waits (for a
+    turn of a rate limit, say) waits no later than the deadline: the call then ends with its timeout."""
 
     client: Any
     model: str
@@ -34,8 +40,10 @@ class CallInfo:
     params: Mapping[str, Any]
     stream: bool
     route: str | None = None
+    deadline: float | None = None
 
 
+@dataclasses.dataclass(eq=False, repr=False)
 class CallHooks:
     """What an extra adds to one call: override the hooks you need (each does nothing here).
 
@@ -49,11 +57,13 @@ class CallHooks:
 
     ``failed`` returning True retries the failure without spending one of ``max_retries`` (the batch
     does so for a 429 met at its own pace, whose limiter slows down for it), as long as the error is
-    one the retry policy retries and the deadline allows.
+    one the retry policy retries, the deadline allows, and the call's hooks have forgiven fewer than
+    ``FORGIVEN_429S`` failures so far (after that, each failure costs a retry: none retries for ever).
+    A call with ``max_retries=0`` is never retried.
     """
 
-    def __init__(self, call: CallInfo) -> None:
-        self.call = call
+    call: CallInfo
+    """The call these hooks are for."""
 
     def before(self) -> None:
         """Before each attempt."""

@@ -1,37 +1,62 @@
-"""Request options: what a client's constructor, ``with_options(...)`` and each call take, innermost winning.
+"""Request options: what a client's constructor, ``with_options(...)`` and each call take, innermost
+winning, and every default a client starts from.
 
 ``Options`` travels as one value from the call to the transport: each attempt's timeouts, the
 retries, the deadline of the whole call, a stream's idle timeout, extra headers, query parameters
 and body fields merged into the request (``extra_body``: the way to send a field the vendor shipped
-before the next ``make regen``), and the call's hooks (``wrapper.CallHooks``). ``RequestOptions`` is
-its keyword form, for typing; ``RetryPolicy`` the value of its ``retry`` option (what
-``retries.retry_or_raise`` decides by).
+before the next ``make regen``), and the call's hooks (``wrapper.CallHooks``). ``Options.split`` is
+the one place a call's keyword arguments are split into the request's parameters and its options,
+merged over a client's and checked. ``RequestOptions`` is their keyword form, for typing;
+``ClientOptions`` what the clients' constructors take besides credentials; ``RetryPolicy`` the value
+of the ``retry`` option (what ``retries`` decides by).
+For every option that adds something (``extra_*``, ``hooks``) or replaces a policy (``retry``), None
+means none: nothing is added or replaced.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import math
 import random
-from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any, TypedDict, cast
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any, Generic, TypedDict, TypeVar, cast
 
 import httpx
 
 from wrapper._generated.exceptions import APIConnectionError, APIStatusError
 
+from .headers import checked_headers
 from .hooks import HookFactory
-from .transports.network import checked_headers
 
-__all__ = ["DEFAULT_STATUSES", "NAMES", "Options", "RequestOptions", "RetryPolicy", "Timeout", "split"]
+__all__ = [
+    "DEFAULT_LIMITS",
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_STATUSES",
+    "DEFAULT_TIMEOUT",
+    "NAMES",
+    "ClientOptions",
+    "Options",
+    "RequestOptions",
+    "RetryPolicy",
+    "Timeout",
+    "checked_limits",
+    "constructor_signature",
+]
 
 Timeout = float | httpx.Timeout | None
+H = TypeVar("H")
 Query = Mapping[str, str | int | float | bool]
 
-
+DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0)
+"""Completions can take minutes; connecting should not."""
+DEFAULT_MAX_RETRIES = 2
 DEFAULT_STATUSES = frozenset({408, 409, 429, *range(500, 600)})
 """Request timeout, conflict, too many requests, and every server error."""
+DEFAULT_LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=1000, keepalive_expiry=5.0)
+"""No cap on connections (``concurrency=N`` is N in flight; no thread waits for a pool slot), and
+up to 1000 idle ones kept for the next requests of a large batch."""
 
 
 def _statuses(value: Collection[int]) -> frozenset[int]:
@@ -110,6 +135,12 @@ class RetryPolicy:
             return error.status_code in self.statuses
         return False
 
+    def retry_after(self, error: BaseException) -> float | None:
+        """The seconds the server asked ``error``'s caller to wait (``retry-after-ms``, ``Retry-After``),
+        cut to ``max_retry_after``; None when it asked none. What a retry waits, and a pacer's pause."""
+        after = error.retry_after if isinstance(error, APIStatusError) else None
+        return None if after is None else min(max(after, 0.0), self.max_retry_after)
+
     def backoff(self, retries: int, retry_after: float | None) -> float:
         """Seconds before retry ``retries + 1``: the server's ``retry_after`` if given, else the backoff."""
         if retry_after is not None:
@@ -118,30 +149,57 @@ class RetryPolicy:
         return backoff * (1.0 - self.jitter * random.random())
 
 
-class RequestOptions(TypedDict, total=False):
-    """The options each call and ``with_options`` take (a client's constructor: all but ``extra_*``)."""
+class _Policy(TypedDict, total=False):
+    """The options a client's constructor, ``with_options`` and each call all take."""
 
     timeout: Timeout
-    """Each attempt's timeouts: seconds (None: no limit) or an ``httpx.Timeout``."""
+    """Each attempt's timeouts: seconds (None: no limit) or an ``httpx.Timeout`` (default: 600 s, and
+    5 s to connect)."""
     max_retries: int
-    """How many times a failed attempt is retried (0: never)."""
-    retry: RetryPolicy
-    """Which failures are retried and how long to wait first."""
+    """How many times a failed attempt is retried (0: never; default: 2)."""
+    retry: RetryPolicy | None
+    """Which failures are retried and how long to wait first (None: the policy in force, at first
+    ``RetryPolicy()``)."""
     deadline: float | None
-    """Seconds for the whole call, every attempt and wait included (None: no deadline)."""
+    """Seconds for the whole call, every attempt and wait included (None: no deadline, the default)."""
     stream_idle_timeout: float | None
     """The longest wait for a stream's next piece once its response has begun (None: the read timeout)."""
-    extra_headers: Mapping[str, str]
-    """Headers added to the request (they win over the client's, never over its credentials)."""
-    extra_query: Query
-    """Query parameters added to the URL."""
-    extra_body: Mapping[str, object]
-    """Fields merged into the JSON body, over the ones the keyword arguments set."""
-    hooks: Sequence[HookFactory]
+    hooks: Sequence[HookFactory] | None
     """Hook factories added to the client's, each called once per call (``wrapper.CallHooks``)."""
 
 
+class RequestOptions(_Policy, total=False):
+    """The options each call and ``with_options`` take (a client's constructor: all but ``extra_*``)."""
+
+    extra_headers: Mapping[str, str] | None
+    """Headers added to the request (they win over the client's, never over its credentials)."""
+    extra_query: Query | None
+    """Query parameters added to the URL."""
+    extra_body: Mapping[str, object] | None
+    """Fields merged into the JSON body, over the ones the keyword arguments set."""
+
+
+class ClientOptions(_Policy, Generic[H], total=False):
+    """What the clients of every API take besides their credentials: ``Scale(api_key=..., **options)``;
+    ``H`` is the client's kind of ``http_client`` (``httpx.Client``; an async client's ``httpx.AsyncClient``).
+
+    Left out, ``base_url`` comes from the API's environment variable, else its default.
+    """
+
+    base_url: str | None
+    """The URL the endpoint paths are appended to."""
+    limits: httpx.Limits | None
+    """The connection pool's size (default: no cap on connections, 1000 kept alive for 5 s)."""
+    default_headers: Mapping[str, str] | None
+    """Headers sent on every request."""
+    http_client: H | None
+    """The pool to send with instead of the client's own (a proxy's, custom TLS): closed on ``close()``."""
+
+
 NAMES = frozenset(RequestOptions.__annotations__)
+"""The request options' names."""
+CLIENT_NAMES = frozenset(ClientOptions.__annotations__)
+"""What a client's constructor takes besides its credentials."""
 
 
 def _positive(value: object) -> bool:
@@ -176,13 +234,15 @@ def _seconds_or_none(name: str, value: object) -> float | None:
     return None if value is None else float(value)  # type: ignore[arg-type]
 
 
-def _policy(value: object) -> RetryPolicy:
-    if not isinstance(value, RetryPolicy):
-        raise ValueError(f"retry must be a wrapper.RetryPolicy; got {value!r}")
+def _policy(value: object) -> RetryPolicy | None:
+    if value is not None and not isinstance(value, RetryPolicy):
+        raise ValueError(f"retry must be a wrapper.RetryPolicy (or None: the policy in force); got {value!r}")
     return value
 
 
 def _query(value: object) -> dict[str, Any]:
+    if value is None:
+        return {}
     if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
         raise ValueError(f"extra_query must be a mapping with string keys; got {value!r}")
     for key, item in value.items():
@@ -192,6 +252,8 @@ def _query(value: object) -> dict[str, Any]:
 
 
 def _body(value: object) -> dict[str, Any]:
+    if value is None:
+        return {}
     if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
         raise ValueError(f"extra_body must be a mapping with string keys; got {value!r}")
     try:
@@ -202,6 +264,8 @@ def _body(value: object) -> dict[str, Any]:
 
 
 def _hooks(value: object) -> tuple[HookFactory, ...]:
+    if value is None:
+        return ()
     if isinstance(value, str | bytes) or not isinstance(value, Sequence) or not all(map(callable, value)):
         raise ValueError(
             f"hooks must be a sequence of hook factories (a CallHooks subclass, say); got {value!r}"
@@ -210,6 +274,8 @@ def _hooks(value: object) -> tuple[HookFactory, ...]:
 
 
 def _headers(value: object) -> dict[str, str]:
+    if value is None:
+        return {}
     if not isinstance(value, Mapping):
         raise ValueError(f"extra_headers must be a mapping of header names to values; got {value!r}")
     return checked_headers(value, "extra_headers")
@@ -233,8 +299,8 @@ _MERGED = ("extra_headers", "extra_query", "extra_body")
 class Options:
     """The options in force for a call (a client's, with ``with_options`` and the call's on top)."""
 
-    timeout: httpx.Timeout
-    max_retries: int
+    timeout: httpx.Timeout = dataclasses.field(default_factory=lambda: DEFAULT_TIMEOUT)
+    max_retries: int = DEFAULT_MAX_RETRIES
     retry: RetryPolicy = dataclasses.field(default_factory=RetryPolicy)
     deadline: float | None = None
     stream_idle_timeout: float | None = None
@@ -258,13 +324,44 @@ class Options:
                 value = {**cast(Mapping[str, Any], getattr(self, name)), **value}
             elif name == "hooks":
                 value = self.hooks + value
+            elif value is None and name == "retry":
+                continue
             changes[name] = value
         return dataclasses.replace(self, **changes)
 
+    def split(self, kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], Options]:
+        """A call's keyword arguments as the request's parameters and the options in force for it: these
+        with the call's request options on top (``merged``: each checked, ``ValueError`` naming it). The
+        parameters are the API's to check (``TypeError`` for a keyword it does not have)."""
+        if NAMES.isdisjoint(kwargs):
+            return dict(kwargs), self
+        params = {name: value for name, value in kwargs.items() if name not in NAMES}
+        return params, self.merged({name: value for name, value in kwargs.items() if name in NAMES})
 
-def split(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A call's keyword arguments as (the request's parameters, its options)."""
-    if NAMES.isdisjoint(kwargs):
-        return dict(kwargs), {}
-    params = {name: value for name, value in kwargs.items() if name not in NAMES}
-    return params, {name: value for name, value in kwargs.items() if name in NAMES}
+
+def constructor_signature(credentials: Iterable[str], http_client: str) -> inspect.Signature:
+    """The signature a client class shows (``help``, ``inspect``): its API's ``credentials`` and the
+    ``ClientOptions`` (``http_client`` of the type named), each with its type and default, keyword-only."""
+    defaults = Options()
+    annotations: dict[str, Any] = {name: "str | None" for name in credentials}
+    for name, annotation in ClientOptions.__annotations__.items():
+        annotations[name] = getattr(annotation, "__forward_arg__", annotation)
+    annotations["http_client"] = f"{http_client} | None"
+    return inspect.Signature(
+        [
+            inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY, default=getattr(defaults, name, None), annotation=kind
+            )
+            for name, kind in annotations.items()
+        ],
+        return_annotation="None",
+    )
+
+
+def checked_limits(limits: httpx.Limits | None, http_client: object) -> httpx.Limits:
+    """The pool limits of a client's own pool (``DEFAULT_LIMITS`` if not given)."""
+    if limits is not None and http_client is not None:
+        raise ValueError("limits applies to the client's own pool: set it on your http_client instead")
+    if limits is not None and not isinstance(limits, httpx.Limits):
+        raise ValueError(f"limits must be an httpx.Limits; got {limits!r}")
+    return DEFAULT_LIMITS if limits is None else limits

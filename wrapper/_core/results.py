@@ -5,14 +5,12 @@ Both serialise: ``to_dict()`` (plain JSON types), ``to_json()``, and back with `
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
 import attrs
 
 import wrapper._generated as _generated
-
-from .headers import ResponseHeaders
 
 if TYPE_CHECKING:
     from wrapper._generated.gradient.models import CompleteModelSuccess
@@ -25,10 +23,56 @@ __all__ = [
     "Deferred",
     "ResponseHeaders",
     "TokenLogprob",
+    "routed",
     "whole",
 ]
 
 M = TypeVar("M")
+
+
+class ResponseHeaders(Mapping[str, str]):
+    """A response's headers: read-only, case-insensitive (repeated names joined with ", ", as httpx does).
+
+    Built from the raw ``(name, value)`` byte pairs the transport gave, and only when first read:
+    most callers never look, and the fast lane should not pay for them.
+    """
+
+    __slots__ = ("_map", "_raw")
+
+    def __init__(self, raw: Iterable[tuple[bytes, bytes]]) -> None:
+        self._raw = raw
+        self._map: dict[str, str] | None = None
+
+    def _items(self) -> dict[str, str]:
+        if self._map is None:
+            items: dict[str, str] = {}
+            for name, value in self._raw:
+                key, text = _decode(name).lower(), _decode(value)
+                items[key] = f"{items[key]}, {text}" if key in items else text
+            self._map = items
+        return self._map
+
+    def __getitem__(self, name: str) -> str:
+        return self._items()[name.lower()]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._items()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items())
+
+    def __len__(self) -> int:
+        return len(self._items())
+
+    def __repr__(self) -> str:
+        return f"ResponseHeaders({self._items()!r})"
+
+
+def _decode(value: bytes) -> str:
+    try:
+        return value.decode("ascii")
+    except UnicodeDecodeError:
+        return value.decode("latin-1")
 
 
 class Deferred(Generic[M]):
@@ -261,3 +305,11 @@ def whole(completion: Completion) -> CompletionChunk:
         headers=completion._headers,
         route=completion.route,
     )
+
+
+R = TypeVar("R", Completion, CompletionChunk)
+
+
+def routed(result: R, route: str) -> R:
+    """``result`` saying the route that served it (a routed call's)."""
+    return attrs.evolve(result, route=route)

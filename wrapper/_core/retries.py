@@ -1,82 +1,66 @@
 """Retries, in one place: the decision (``retry_or_raise``: whether a failure is retried, as the call's
 ``RetryPolicy`` says, and after how long), each call's ``Attempts`` (its retries, its deadline, its
-hooks) and the attempt loop that follows them, once per side (``run``, ``arun``).
+hooks, and the ``Target`` a ``wrapper.Routing`` sends each attempt to) and the attempt loop that follows
+them, once per side (``run``, ``arun``).
 
-Every call of a client goes through one of these loops: ``complete``, the opening of a ``stream``
-(up to its first chunk), each prompt of ``complete_many`` and of a Ray batch. What is retried by
-default: connection errors and timeouts, 408, 409, 429 and 5xx; a response's ``x-should-retry``
-overrides its status rule. The wait is the server's ``retry-after-ms`` / ``Retry-After`` when it
-gives one (up to ``max_retry_after``), otherwise exponential backoff with jitter. ``sleep`` and
-``asleep`` wait, or return at once in testing mode (``wrapper.testing``).
+Every call goes through one of these loops: ``complete``, the opening of a ``stream`` (up to its first
+chunk), each prompt of ``complete_many`` and of a Ray batch, and a router's calls over its routes.
+What is retried by default: connection errors and timeouts, 408, 409, 429 and 5xx; a response's
+``x-should-retry`` overrides its status rule. The wait is the server's ``retry-after-ms`` /
+``Retry-After`` when it gives one (up to ``max_retry_after``), otherwise exponential backoff with
+jitter. ``sleep`` and ``asleep`` wait, or return at once in testing mode (``wrapper.testing``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AbstractContextManager, ExitStack, nullcontext
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import ExitStack
 from types import TracebackType
-from typing import TYPE_CHECKING, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
-from wrapper._generated.exceptions import APIConnectionError, APIError, APIStatusError, APITimeoutError
+from wrapper._generated.exceptions import APIConnectionError, APIError, APITimeoutError
 from wrapper.testing import is_testing
 
 from .error_mapping import timeout_phase
-from .options import RetryPolicy
+from .hooks import FORGIVEN_429S, CallHooks, CallInfo
 from .redact import redacted_url
 
 if TYPE_CHECKING:
-    from .hooks import CallHooks
-    from .options import Options
+    from .options import Options, RetryPolicy
     from .results import Completion, CompletionChunk
     from .transports.base import Request
 
-__all__ = [
-    "Attempts",
-    "arun",
-    "asleep",
-    "is_retryable",
-    "retry_or_raise",
-    "run",
-    "sleep",
-]
+__all__ = ["Attempts", "Picks", "Target", "arun", "asleep", "retry_or_raise", "run", "sleep"]
 
 T = TypeVar("T")
 logger = logging.getLogger("wrapper")
 
-DEFAULT_POLICY = RetryPolicy()
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Target:
+    """Where an attempt goes: a client (all of one call's on the same side, sync or async), the model,
+    the request's parameters, the options its requests are sent with (the client's, with the call's on
+    top: ``Options.split``), and the route's name, which the results carry (``Completion.route``)."""
+
+    client: Any
+    model: str
+    params: Mapping[str, Any]
+    options: Options
+    route: str
 
 
-def is_retryable(exc: BaseException, policy: RetryPolicy = DEFAULT_POLICY) -> bool:
-    """True for errors worth another attempt under ``policy`` (``RetryPolicy.retries``)."""
-    return policy.retries(exc)
+class Picks(Protocol):
+    """What the attempt loop asks of a call's ``wrapper.Routing``: where each attempt goes."""
 
+    options: Options
 
-def retry_or_raise(
-    error: APIError, retries: int, max_retries: int, policy: RetryPolicy = DEFAULT_POLICY
-) -> float:
-    """Seconds to wait before retry ``retries + 1`` of ``error``'s request (logged at INFO).
+    def pick(self) -> tuple[Target, float] | None: ...
 
-    Raises ``error`` when it is final: ``policy`` does not retry it, or ``retries`` has reached
-    ``max_retries``.
-    """
-    if retries >= max_retries or not is_retryable(error, policy):
-        raise error
-    delay = policy.backoff(retries, error.retry_after if isinstance(error, APIStatusError) else None)
-    request, url = error.request, redacted_url(error.request.url)
-    cause = str(error).replace(f" ({request.method} {url})", "", 1)  # a status error's message names it too
-    logger.info(
-        "retrying %s %s in %.2fs (retry %d of %d) after: %s",
-        request.method,
-        url,
-        delay,
-        retries + 1,
-        max_retries,
-        cause,
-    )
-    return delay
+    def exhausted(self, last: APIError, attempts: int) -> APIError: ...
 
 
 def waited(seconds: float) -> float:
@@ -96,50 +80,106 @@ async def asleep(seconds: float) -> None:
     await asyncio.sleep(waited(seconds))
 
 
+def hooks_of(options: Options, call: CallInfo) -> list[CallHooks]:
+    """The hooks ``options``' factories give ``call``."""
+    return [hook for factory in options.hooks if (hook := factory(call)) is not None]
+
+
 class Attempts:
     """One call's attempts: its retries as ``options`` say, its deadline, and its hooks.
 
-    As a context manager it is the call: its hooks' ``active()`` contexts are entered (but for a
-    stream, whose opening enters ``active()`` itself) and ``finished`` is called on the way out.
-    With a ``deadline``, each attempt's timeouts are cut to the time left (``bounded``), and a
-    failure after which no retry fits in it raises ``APITimeoutError`` saying so. The loops count
-    the attempts (``made``); ``gave_up`` words the error they end with.
+    As a context manager it is the call: ``finished`` is called on its hooks on the way out. A call
+    made on a client has one set of hooks, which see every attempt; one with a ``Routing`` visits a
+    target with each attempt, and each visit has hooks of its own, which see that attempt alone
+    (``routing`` says why). The hooks' ``active()`` contexts are entered from the first attempt on,
+    until the call is over (a stream's: until it opened). With a ``deadline``, each attempt's timeouts
+    are cut to the time left (``bounded``), and a failure after which no retry fits in it, or a wait
+    for a turn that outlasts it, raises ``APITimeoutError`` saying so. The loops follow ``next()`` and
+    ``failed()``; ``gave_up`` words the error they end with.
     """
 
-    __slots__ = ("_contexts", "_cut", "_stream", "hooks", "made", "options", "retries", "started")
+    __slots__ = (
+        "_contexts",
+        "_cut",
+        "_forgiven_pass",
+        "_pending",
+        "_prompt",
+        "_routing",
+        "_stream",
+        "build",
+        "forgiven",
+        "hooks",
+        "last",
+        "made",
+        "options",
+        "request",
+        "retries",
+        "started",
+        "target",
+    )
 
-    def __init__(self, options: Options, hooks: Sequence[CallHooks] = (), *, stream: bool = False) -> None:
+    def __init__(
+        self,
+        options: Options,
+        hooks: Sequence[CallHooks] = (),
+        *,
+        stream: bool = False,
+        started: float | None = None,
+        routing: Picks | None = None,
+        prompt: str = "",
+        build: Callable[[Target], Request] | None = None,
+    ) -> None:
         self.options = options
         self.hooks = hooks
         self.retries = 0
         self.made = 0
-        self.started = time.monotonic()
+        self.forgiven = 0
+        self.started = time.monotonic() if started is None else started
+        self.last: APIError | None = None
+        self.target: Target | None = None
+        self.request: Request | None = None  # the request of the attempts (of the visit, when routed)
+        self.build = build  # builds a target's request (checking its arguments), when routed
         self._stream = stream
+        self._routing = routing
+        self._prompt = prompt
+        self._pending: Target | None = None  # picked, and waiting for its cooldown's end
+        self._forgiven_pass = True  # whether the hooks forgave every failure of this pass
         self._cut: float | None = None  # the time left the last attempt's timeouts were cut to
         self._contexts: ExitStack | None = None
 
     def __enter__(self) -> Self:
-        if self.hooks and not self._stream:
-            self._contexts = self._active()
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self._end_visit(exc)
+
+    def _enter(self) -> None:
+        """Enter the hooks' ``active()`` contexts (those that have one)."""
+        base = CallHooks.active
+        active = [hook for hook in self.hooks if type(hook).active is not base]
+        if active:
+            self._contexts = contexts = ExitStack()
+            for hook in active:
+                contexts.enter_context(hook.active())
+
+    def opened(self) -> None:
+        """A stream opened: its hooks' contexts are left (a generator must not keep them set as it yields)."""
         if self._contexts is not None:
             self._contexts.close()
-        for hook in self.hooks:
-            hook.finished(exc)
+            self._contexts = None
 
-    def active(self) -> AbstractContextManager[object]:
-        """The hooks' contexts, for the part of a stream that is the call's (its opening)."""
-        return self._active() if self.hooks else nullcontext()
+    def _end_visit(self, error: BaseException | None) -> None:
+        self.opened()
+        hooks, self.hooks = self.hooks, ()
+        for hook in hooks:
+            hook.finished(error)
 
-    def _active(self) -> ExitStack:
-        contexts = ExitStack()
-        for hook in self.hooks:
-            contexts.enter_context(hook.active())
-        return contexts
+    @property
+    def sending(self) -> Options:
+        """The options the attempt under way is sent with (a target's own, on a routed call)."""
+        return self.options if self.target is None else self.target.options
 
     def left(self) -> float:
         """Seconds left before the deadline (``inf`` without one)."""
@@ -148,11 +188,60 @@ class Attempts:
 
     def bounded(self, request: Request) -> Request:
         """``request`` with its timeouts cut to the time left before the deadline."""
+        self.request = request
         left = self.left()
         if left == math.inf:
             return request
         self._cut = max(left, 0.001)
         return request.within(self._cut)
+
+    def next(self) -> Target | float | None:
+        """Before each attempt: where it goes (None: the call's client), or seconds to wait before asking
+        again (a pass over the targets is over, or the picked one is cooling down)."""
+        if self._routing is None:
+            if self.made == 0 and self.hooks:
+                self._enter()
+            return None
+        target = self._pending
+        if target is None:
+            chosen = self._routing.pick()
+            if chosen is None:  # every target failed this pass
+                forgiven, self._forgiven_pass = self._forgiven_pass, True
+                assert self.last is not None
+                return self._retry(self.last, forgiven)
+            target, cooling = chosen
+            if 0 < cooling < self.left():
+                self._pending = target
+                return cooling
+            if cooling > 0 and self.last is not None:  # no time left to wait for its cooldown
+                raise self._ran_out(self.last)
+            # else the only target, and nothing tried yet: try it now
+        self._pending = None
+        return self._visit(target)
+
+    def _visit(self, target: Target) -> Target:
+        """Begin the visit of ``target``: its request, and its hooks from its options' factories."""
+        assert self.build is not None
+        self.request = self.build(target)
+        self.target = target
+        call = CallInfo(
+            target.client, target.model, self._prompt, target.params, self._stream, target.route, self._due()
+        )
+        self.hooks = hooks_of(target.options, call)
+        if self.hooks:
+            self._enter()
+        return target
+
+    def _due(self) -> float | None:
+        """When the deadline passes, on ``time.monotonic()``'s clock (None: no deadline)."""
+        deadline = self.options.deadline
+        return None if deadline is None else self.started + deadline
+
+    def went(self) -> None:
+        """The attempt goes, its hooks' ``before`` done: counted, unless they waited past the deadline."""
+        if self.options.deadline is not None and self.left() <= 0:
+            raise self._ran_out(self.last)
+        self.made += 1
 
     def succeeded(self, completion: Completion | None) -> None:
         for hook in self.hooks:
@@ -172,21 +261,46 @@ class Attempts:
         forgiven = False
         for hook in self.hooks:
             forgiven = hook.failed(error) or forgiven
-        return self._retry(error, forgiven)
+        return self._decide(error, forgiven)
 
     async def afailed(self, error: APIError) -> float:
         forgiven = False
         for hook in self.hooks:
             forgiven = await hook.afailed(error) or forgiven
-        return self._retry(error, forgiven)
+        return self._decide(error, forgiven)
+
+    def _decide(self, error: APIError, forgiven: bool) -> float:
+        if self._routing is None:
+            return self._retry(error, forgiven)
+        self._end_visit(error)  # a routed attempt's visit is over: its hooks saw all of it
+        if not self.options.retry.retries(error):
+            raise error  # the request's fault: no other target would take it
+        self.last = error
+        self._forgiven_pass = self._forgiven_pass and forgiven
+        if self.left() <= 0:
+            raise self._ran_out(error)
+        return 0.0  # on to the next target, spending no retry
 
     def _retry(self, error: APIError, forgiven: bool) -> float:
-        """The retry decision; a failure a hook forgave is retried even with the budget spent (unless
-        there is none at all), and spends none of it."""
+        """The retry decision (``retry_or_raise``) for ``error``, which ends an attempt (or a pass over the
+        targets): the seconds to wait before the next, or the final error raised. A failure the hooks
+        forgave is retried even with the budget spent (unless there is none at all), ``FORGIVEN_429S``
+        times a call, and spends none of it."""
+        forgiven = forgiven and self.forgiven < FORGIVEN_429S
         max_retries = self.options.max_retries
         retries = min(self.retries, max(max_retries - 1, 0)) if forgiven else self.retries
-        delay = retry_or_raise(error, retries, max_retries, self.options.retry)
-        if not forgiven:
+        if forgiven and self._routing is not None and retries < max_retries:
+            self.forgiven += 1
+            return 0.0  # another pass at once: each target's pacer waits out its own pause
+        try:
+            delay = retry_or_raise(error, retries, max_retries, self.options.retry)
+        except APIError as final:
+            if final is error and self._routing is not None:
+                raise self._exhausted(error) from error
+            raise
+        if forgiven:
+            self.forgiven += 1
+        else:
             self.retries += 1
         if delay >= self.left():
             raise self._ran_out(error)
@@ -194,13 +308,20 @@ class Attempts:
             hook.retrying(error, self.made, delay)
         return delay
 
+    def _exhausted(self, last: APIError) -> APIError:
+        assert self._routing is not None
+        error = self._routing.exhausted(last, self.made)
+        if error is not last:
+            error.__cause__ = last
+        return error
+
     def gave_up(self, error: APIError, *, begun: bool = False) -> APIError:
         """What to raise once ``error`` is final: a timeout the deadline had cut short says that the
         deadline ran out; another connection error says how many attempts were made (``begun``: and
         that a stream that had begun was not retried)."""
         phase = timeout_phase(error.__cause__)
         if phase is not None and self._cut is not None:
-            configured = getattr(self.options.timeout, phase)
+            configured = getattr(self.sending.timeout, phase)
             if configured is None or configured > self._cut:
                 return self._ran_out(error)
         if isinstance(error, APIConnectionError):
@@ -209,7 +330,14 @@ class Attempts:
             error.args = (error.message,)
         return error
 
-    def _ran_out(self, error: APIError) -> APITimeoutError:
+    def _ran_out(self, error: APIError | None) -> APITimeoutError:
+        if error is None:  # before any attempt failed: it waited for its turn
+            assert self.request is not None
+            return APITimeoutError(
+                f"the call's deadline of {self.options.deadline:g} s ran out after {_attempts(self.made)}, "
+                "waiting for its turn",
+                request=self.request.as_httpx(),
+            )
         timeout = APITimeoutError(
             f"the call's deadline of {self.options.deadline:g} s ran out after {_attempts(self.made)}; "
             f"the last failed with: {error}",
@@ -223,37 +351,68 @@ def _attempts(made: int) -> str:
     return f"{made} attempt{'s' if made != 1 else ''}"
 
 
-def run(attempt: Callable[[], T], attempts: Attempts) -> T:
-    """``attempt()`` until it returns, as ``attempts`` says."""
-    hooks = attempts.hooks
+def retry_or_raise(error: APIError, retries: int, max_retries: int, policy: RetryPolicy) -> float:
+    """Seconds to wait before retry ``retries + 1`` of ``error``'s request (logged at INFO).
+
+    Raises ``error`` when it is final: ``policy`` does not retry it, or ``retries`` has reached
+    ``max_retries``.
+    """
+    if retries >= max_retries or not policy.retries(error):
+        raise error
+    delay = policy.backoff(retries, policy.retry_after(error))
+    request, url = error.request, redacted_url(error.request.url)
+    cause = str(error).replace(f" ({request.method} {url})", "", 1)  # a status error's message names it too
+    logger.info(
+        "retrying %s %s in %.2fs (retry %d of %d) after: %s",
+        request.method,
+        url,
+        delay,
+        retries + 1,
+        max_retries,
+        cause,
+    )
+    return delay
+
+
+def run(attempt: Callable[[Target | None], T], attempts: Attempts) -> T:
+    """``attempt(target)`` until it returns, as ``attempts`` says."""
     while True:
-        for hook in hooks:
+        target = attempts.next()
+        if type(target) is float:
+            sleep(target)
+            continue
+        for hook in attempts.hooks:
             hook.before()
-        attempts.made += 1
+        attempts.went()
         try:
-            return attempt()
+            return attempt(target)  # type: ignore[arg-type]
         except APIError as error:
             try:
                 delay = attempts.failed(error)
             except APIError as final:
                 final = attempts.gave_up(final) if final is error else final
                 raise final from final.__cause__
-        sleep(delay)
+        if delay:
+            sleep(delay)
 
 
-async def arun(attempt: Callable[[], Awaitable[T]], attempts: Attempts) -> T:
-    """``await attempt()`` until it returns, as ``attempts`` says."""
-    hooks = attempts.hooks
+async def arun(attempt: Callable[[Target | None], Awaitable[T]], attempts: Attempts) -> T:
+    """``await attempt(target)`` until it returns, as ``attempts`` says."""
     while True:
-        for hook in hooks:
+        target = attempts.next()
+        if type(target) is float:
+            await asleep(target)
+            continue
+        for hook in attempts.hooks:
             await hook.abefore()
-        attempts.made += 1
+        attempts.went()
         try:
-            return await attempt()
+            return await attempt(target)  # type: ignore[arg-type]
         except APIError as error:
             try:
                 delay = await attempts.afailed(error)
             except APIError as final:
                 final = attempts.gave_up(final) if final is error else final
                 raise final from final.__cause__
-        await asleep(delay)
+        if delay:
+            await asleep(delay)

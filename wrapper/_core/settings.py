@@ -1,72 +1,66 @@
-"""A client's settings: credentials and base URL from the arguments or the environment, checked, the
-default request options, and the module-level default client.
+"""A client's settings: its credentials and base URL from the arguments or the environment, checked
+(the API's descriptor names them), and the module-level default client.
 """
 
 from __future__ import annotations
 
 import atexit
+import importlib
 import os
 import re
 import threading
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import httpx
 
+from .headers import header_value
+from .options import CLIENT_NAMES
 from .redact import redacted_url
 from .transports import fork
-from .transports.network import header_value
 
 if TYPE_CHECKING:
     from wrapper.apis import Api
 
-    from .hooks import HookFactory
-    from .options import RetryPolicy
+    from .wires import Wire
 
 __all__ = [
-    "DEFAULT_MAX_RETRIES",
-    "DEFAULT_TIMEOUT",
+    "Connect",
     "DefaultClient",
-    "Settings",
-    "Timeout",
+    "checked_arguments",
     "checked_base_url",
     "checked_http_client",
-    "client_options",
+    "credentials",
     "from_env",
+    "lazy_attribute",
     "required",
 ]
 
-DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0)
-"""Completions can take minutes; connecting should not."""
-DEFAULT_MAX_RETRIES = 2
-
-Timeout = float | httpx.Timeout | None
+Connect = Callable[[Mapping[str, str]], "tuple[Wire, dict[str, str]]"]
+"""An API's module's: its wire and the headers that authenticate, from the client's credentials."""
 
 
-class Settings(NamedTuple):
-    """A client's fixed settings, resolved from arguments and the environment."""
+def checked_arguments(api: Api, cls: str, arguments: Mapping[str, Any]) -> None:
+    """``TypeError`` for a constructor argument that is neither a credential of ``api`` nor an option."""
+    known = CLIENT_NAMES | {credential.keyword for credential in api.credentials}
+    for name in arguments:
+        if name not in known:
+            raise TypeError(f"{cls}() got an unexpected keyword argument {name!r}")
 
-    base_url: str
-    headers: dict[str, str]
 
-
-def client_options(
-    timeout: Timeout,
-    max_retries: int,
-    retry: RetryPolicy | None,
-    deadline: float | None,
-    stream_idle_timeout: float | None,
-    hooks: Sequence[HookFactory],
-) -> dict[str, Any]:
-    """A constructor's request options, as ``Options.merged`` takes them (``retry`` None: the default)."""
-    options = {
-        "timeout": timeout,
-        "max_retries": max_retries,
-        "deadline": deadline,
-        "stream_idle_timeout": stream_idle_timeout,
-        "hooks": hooks,
-    }
-    return options if retry is None else {**options, "retry": retry}
+def credentials(api: Api, arguments: dict[str, Any]) -> dict[str, str]:
+    """The credentials given in ``arguments`` (taken out of them), else from their environment variables,
+    each checked as a header value; ``ValueError`` naming a required one neither gives."""
+    found = {}
+    for credential in api.credentials:
+        given = arguments.pop(credential.keyword, None)
+        if credential.required:
+            found[credential.keyword] = required(
+                given, env=credential.env, argument=credential.keyword, client=api.name.title()
+            )
+        elif value := from_env(given, credential.env, credential.keyword):
+            found[credential.keyword] = header_value(value, f"{credential.keyword} (or {credential.env})")
+    return found
 
 
 def from_env(value: object, env: str, argument: str, default: str | None = None) -> str | None:
@@ -183,3 +177,15 @@ class DefaultClient(Generic[C]):
         if client is not None:
             atexit.unregister(self.close)
             client.close()
+
+
+def lazy_attribute(name: str, module: str) -> Callable[[str], Any]:
+    """A module's ``__getattr__`` giving ``name``, imported from ``module`` on first use (the import of
+    the module that uses it stays light)."""
+
+    def __getattr__(attribute: str) -> Any:
+        if attribute != name:
+            raise AttributeError(f"no attribute {attribute!r}")
+        return getattr(importlib.import_module(module), name)
+
+    return __getattr__

@@ -1,37 +1,41 @@
 """The sync clients: requests through an ``httpx.Client`` (``transports.httpx_transport``), one attempt
-loop (``retries.run``) for ``complete`` and for a stream's opening."""
+loop (``retries.run``) for ``complete`` and for a stream's opening, whether a call is made on a client
+or routed over several (``routing``)."""
 
 from __future__ import annotations
 
 import functools
 import math
 import time
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Self, cast
 
 import httpx
 
 from . import sse
-from .client import ClientCore, is_event_stream
+from .client import ClientCore, chunks_failed, is_event_stream, stream_failed, target_request
 from .error_mapping import invalid
-from .headers import ResponseHeaders
 from .insecure import warn_if_insecure
-from .options import Options
+from .options import Options, checked_limits
 from .raw import RAW, RawResponse, WithRawResponse, WithStreamingResponse
-from .retries import Attempts, run
-from .settings import Settings, checked_http_client
+from .results import ResponseHeaders, routed, whole
+from .retries import Attempts, Picks, Target, run
+from .settings import Connect, checked_http_client
 from .stream_body import DeadlinePassed, Received, Watchdog
-from .transports.base import Request
+from .transports.environment import proxy_in_env, ssl_context
 from .transports.httpx_transport import HttpxTransport
-from .transports.network import checked_limits, proxy_in_env, ssl_context
 from .transports.sync_pool import CheckoutTransport
 
 if TYPE_CHECKING:
     from .results import Completion, CompletionChunk
     from .streams import CompletionStream
-    from .wires import StreamingWire, Wire
+    from .transports.base import Request
+    from .wires import StreamingWire
 
-__all__ = ["SyncClient"]
+__all__ = ["SyncClient", "complete_routed", "stream_routed"]
+
+Opened = tuple[httpx.Response, "CompletionChunk", Iterator["CompletionChunk"]]
+"""A stream's opening: its response, status checked, its first chunk and the others to come."""
 
 
 def _own_pool(limits: httpx.Limits) -> httpx.Client:
@@ -45,17 +49,13 @@ def _own_pool(limits: httpx.Limits) -> httpx.Client:
 class SyncClient(ClientCore):
     """A client over an ``httpx.Client``: closes it on ``close()`` or leaving a ``with`` block."""
 
-    def __init__(
-        self,
-        wire: Wire,
-        settings: Settings,
-        http_client: httpx.Client | None,
-        limits: httpx.Limits | None,
-        default_headers: Mapping[str, str] | None,
-        options: Mapping[str, Any],
-    ) -> None:
+    _HTTP_CLIENT = "httpx.Client"
+
+    def __init__(self, connect: Connect, arguments: Mapping[str, Any]) -> None:
+        arguments = self._arguments(arguments)
+        http_client, limits = arguments.pop("http_client", None), arguments.pop("limits", None)
+        super().__init__(connect, arguments)
         limits = checked_limits(limits, checked_http_client(http_client, httpx.Client))
-        super().__init__(wire, settings, default_headers, dict(options))
         warn_if_insecure(self._base_url, http_client)
         if http_client is None:
             own = functools.partial(_own_pool, limits)
@@ -89,82 +89,56 @@ class SyncClient(ClientCore):
         return WithStreamingResponse(self)
 
     def _complete(self, model: str, prompt: str, kwargs: Mapping[str, Any]) -> Completion:
-        """One completion through the attempt loop, with the hooks of the call's options.
+        params, options = self._options.split(kwargs)
+        return self.call(model, prompt, params, options)
 
-        Inside ``with_raw_response`` (``raw.RAW``) it is the completion's ``RawResponse`` instead.
+    def call(self, model: str, prompt: str, params: Mapping[str, Any], options: Options) -> Completion:
+        """``complete(model, prompt, **kwargs)`` with its keyword arguments split already into the request's
+        parameters and the options in force (``client.options.split(kwargs)``): how code that makes calls
+        for others (``wrapper.batch``) splits and checks them once for many calls.
+
+        Inside ``with_raw_response`` it returns the completion's ``RawResponse``.
         """
-        params, options = self._call(kwargs)
         with self._attempts(options, model, prompt, params, stream=False) as attempts:
-            request = self._build(model, prompt, params, options, stream=False)
-
-            def attempt() -> Completion | RawResponse:
-                sent = attempts.bounded(request)
-                started = time.perf_counter()
-                try:
-                    reply = self._transport.send(sent)
-                except Exception as exc:
-                    raise self._failed(sent, started, exc) from exc
-                return self._result(self._checked(reply, sent, started))
-
-            result = run(attempt, attempts)
+            request = attempts.request = self._build(model, prompt, params, options, stream=False)
+            result = run(lambda _: self._send(request, attempts), attempts)
             if attempts.hooks:
                 attempts.succeeded(result.parse() if isinstance(result, RawResponse) else result)
             return cast("Completion", result)  # a RawResponse inside with_raw_response
+
+    def _send(
+        self, request: Request, attempts: Attempts, route: str | None = None
+    ) -> Completion | RawResponse:
+        """One attempt of a completion."""
+        sent = attempts.bounded(request)
+        started = time.perf_counter()
+        try:
+            reply = self._transport.send(sent)
+        except Exception as exc:
+            raise self._failed(sent, started, exc) from exc
+        return self._result(self._checked(reply, sent, started), route)
 
     def _stream(self, model: str, prompt: str, kwargs: Mapping[str, Any]) -> CompletionStream:
         """The stream of a call (arguments checked now, the request sent on the first ``next()``)."""
         from .streams import CompletionStream
 
-        params, options = self._call(kwargs)
-        request = self._build(model, prompt, params, options, stream=True)
-        if not self.API.streams:
-            return CompletionStream(self._one_chunk(model, prompt, kwargs))
-        return CompletionStream(self._sse(request, options, model, prompt, params))
+        request, attempts = self._stream_call(model, prompt, kwargs)
+        return CompletionStream(_streamed(attempts, lambda _, made: self._opening(request, made, None)))
 
-    def _one_chunk(
-        self, model: str, prompt: str, kwargs: Mapping[str, Any]
-    ) -> Generator[httpx.Response | CompletionChunk, None, None]:
-        from .results import whole
-
+    def _opening(self, request: Request, attempts: Attempts, route: str | None) -> Opened:
+        """One attempt at a stream's opening (an API that does not stream: its completion as one chunk)."""
+        if self.API.streams:
+            return self._open(request, attempts, route)
         token = RAW.set(True)
         try:
-            raw = cast("RawResponse", self._complete(model, prompt, kwargs))
+            raw = cast("RawResponse", self._send(request, attempts, route))
         finally:
             RAW.reset(token)
-        yield raw.http_response
-        yield whole(raw.parse())
+        return raw.http_response, whole(raw.parse()), iter(())
 
-    def _sse(
-        self, request: Request, options: Options, model: str, prompt: str, params: Mapping[str, Any]
-    ) -> Generator[httpx.Response | CompletionChunk, None, None]:
-        """The stream's response, then its chunks; closing the generator closes the connection.
-
-        Everything up to the first chunk is one attempt, retried as any failed request is (nothing
-        reached the caller yet); after it, never.
-        """
-        with self._attempts(options, model, prompt, params, stream=True) as attempts:
-            with attempts.active():
-                try:
-                    response, first, chunks = run(lambda: self._open(request, attempts), attempts)
-                except DeadlinePassed as exc:  # final: no attempt fits after it
-                    raise exc.error(request.as_httpx(), attempts.retries + 1) from exc.__cause__
-            attempts.succeeded(None)
-            try:
-                yield response
-                yield attempts.chunk(first)
-                yield from map(attempts.chunk, chunks) if attempts.hooks else chunks
-            except DeadlinePassed as exc:
-                raise exc.error(response.request, attempts.retries + 1) from exc.__cause__
-            except Exception as exc:
-                raise self._stream_failed(response, exc, attempts) from exc
-            finally:
-                chunks.close()
-
-    def _open(
-        self, request: Request, attempts: Attempts
-    ) -> tuple[httpx.Response, CompletionChunk, Generator[CompletionChunk]]:
+    def _open(self, request: Request, attempts: Attempts, route: str | None) -> Opened:
         """One attempt: the stream's response, status checked, its first chunk and the others to come."""
-        options = attempts.options
+        options = attempts.sending
         sent = attempts.bounded(request)
         started = time.perf_counter()
         try:
@@ -183,8 +157,10 @@ class SyncClient(ClientCore):
         except DeadlinePassed:  # not an APIError: the attempt loop lets it through
             raise
         except Exception as exc:  # the generator closed the response
-            raise self._chunks_failed(response, exc, options) from exc
-        return response, first, chunks
+            raise chunks_failed(response, exc, options) from exc
+        if route is None:
+            return response, first, chunks
+        return response, routed(first, route), _routed(chunks, route)
 
     def _chunks(self, response: httpx.Response, attempts: Attempts) -> Generator[CompletionChunk]:
         """The chunks of a stream's body, until it ends complete (else ``IncompleteStreamError``) or
@@ -213,3 +189,74 @@ class SyncClient(ClientCore):
         finally:
             watchdog.stop()
             response.close()
+
+
+def _routed(chunks: Iterator[CompletionChunk], route: str) -> Generator[CompletionChunk]:
+    try:
+        for chunk in chunks:
+            yield routed(chunk, route)
+    finally:
+        getattr(chunks, "close", lambda: None)()
+
+
+def _streamed(
+    attempts: Callable[[], Attempts], opening: Callable[[Target | None, Attempts], Opened]
+) -> Generator[httpx.Response | CompletionChunk, None, None]:
+    """A stream's response, then its chunks; closing the generator closes the connection.
+
+    Everything up to the first chunk is one attempt, retried as any failed request is (nothing
+    reached the caller yet); after it, never.
+    """
+    with attempts() as made:
+        try:
+            response, first, chunks = run(lambda target: opening(target, made), made)
+        except DeadlinePassed as exc:  # final: no attempt fits after it
+            assert made.request is not None
+            raise exc.error(made.request.as_httpx(), made.retries + 1) from exc.__cause__
+        made.opened()
+        made.succeeded(None)
+        try:
+            yield response
+            yield made.chunk(first)
+            yield from map(made.chunk, chunks) if made.hooks else chunks
+        except DeadlinePassed as exc:
+            raise exc.error(response.request, made.retries + 1) from exc.__cause__
+        except Exception as exc:
+            raise stream_failed(response, exc, made) from exc
+        finally:
+            getattr(chunks, "close", lambda: None)()
+
+
+def complete_routed(routing: Picks, prompt: str) -> Completion:
+    """``Routing.complete``: a completion whose attempts go where ``routing`` says."""
+    build = functools.partial(target_request, prompt=prompt, stream=False)
+    with Attempts(routing.options, routing=routing, prompt=prompt, build=build) as attempts:
+
+        def attempt(target: Target | None) -> Completion | RawResponse:
+            assert target is not None
+            assert attempts.request is not None
+            client: SyncClient = target.client
+            return client._send(attempts.request, attempts, target.route)
+
+        result = run(attempt, attempts)
+        if attempts.hooks:
+            attempts.succeeded(result.parse() if isinstance(result, RawResponse) else result)
+        return cast("Completion", result)
+
+
+def stream_routed(routing: Picks, prompt: str) -> CompletionStream:
+    """``Routing.stream``: a stream whose attempts (up to its first chunk) go where ``routing`` says."""
+    from .streams import CompletionStream
+
+    build = functools.partial(target_request, prompt=prompt, stream=True)
+
+    def opening(target: Target | None, attempts: Attempts) -> Opened:
+        assert target is not None
+        assert attempts.request is not None
+        client: SyncClient = target.client
+        return client._opening(attempts.request, attempts, target.route)
+
+    attempts = functools.partial(
+        Attempts, routing.options, stream=True, routing=routing, prompt=prompt, build=build
+    )
+    return CompletionStream(_streamed(attempts, opening))

@@ -1,19 +1,25 @@
-"""Checking call arguments against the constraints the specs state, before anything is sent.
+"""Checking what the specs state: call arguments before anything is sent, and the bodies that come back.
 
 A rule is a function ``(name, value) -> value to send`` that raises ``ValueError`` naming the
 parameter and the rule it broke. ``rule`` makes one from the constraints ``make regen`` emits into
 ``generated/<api>/params.py``; ``check_params`` applies a table of rules to a call's keyword
-arguments, where ``None`` means "not given" and is left out of the request.
+arguments, where ``None`` means "not given" and is left out of the request. ``json_object`` and
+``parse_model`` read a response body (or a stream event), ``Malformed`` if it is not what the spec
+promises.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
+
+from .error_mapping import Malformed
 
 Rule = Callable[[str, Any], Any]
+T = TypeVar("T")
 
 
 def _shown(value: object) -> str:
@@ -74,10 +80,13 @@ def text(*, min_length: int = 0, max_length: int | None = None) -> Rule:
 def path_segment(name: str, value: Any) -> Any:
     """A non-empty string that can be one segment of a URL path: not "." or "..", which URLs resolve away
     (the request would go to another path)."""
-    text(min_length=1)(name, value)
+    _non_empty(name, value)
     if value in (".", ".."):
         raise ValueError(f"{name} cannot be {value!r}: a URL path resolves it away")
     return value
+
+
+_non_empty = text(min_length=1)
 
 
 def boolean(name: str, value: Any) -> Any:
@@ -304,3 +313,45 @@ def prompt_rule(prompt: Mapping[str, Any]) -> Rule:
     """The rule for the positional prompt: its field's constraints, and never empty."""
     schema = prompt["schema"]
     return rule({**schema, "minLength": max(1, schema.get("minLength", 0))})
+
+
+_RAW_DECODE = json.JSONDecoder().raw_decode
+
+
+def json_object(content: bytes | str) -> dict[str, Any]:
+    """A JSON object body (or stream event data); ``Malformed`` if it is anything else."""
+    try:
+        data = _loads(content)
+    except ValueError:
+        raise Malformed("is not JSON") from None
+    if not isinstance(data, dict):
+        raise Malformed("is not a JSON object")
+    return data
+
+
+def _loads(content: bytes | str) -> Any:
+    """``json.loads``, faster for a stream event's data: it has no whitespace around it for loads to scan."""
+    if isinstance(content, str):
+        try:
+            data, end = _RAW_DECODE(content)
+        except ValueError:
+            end = -1
+        if end == len(content):
+            return data
+    return json.loads(content)  # bytes, surrounding whitespace, or not JSON (then its error)
+
+
+def model(from_dict: Callable[[Mapping[str, Any]], T], data: Mapping[str, Any]) -> T:
+    """``data`` parsed by a generated model's ``from_dict``; ``Malformed`` if it does not have its shape."""
+    try:
+        return from_dict(data)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise Malformed(f"does not match the spec ({type(exc).__name__}: {exc})") from None
+
+
+def parse_model(from_dict: Callable[[Mapping[str, Any]], T], content: bytes | str) -> T:
+    """A JSON body (or a stream event's data) parsed by a generated model's ``from_dict``.
+
+    Anything that is not JSON of the model's shape raises ``Malformed``.
+    """
+    return model(from_dict, json_object(content))

@@ -2,15 +2,17 @@
 ``acomplete_jobs``.
 
 Prompts are pulled lazily, never more than ``concurrency`` ahead of the results handed back, so a
-million prompts from a file never sit in memory. Each prompt is one ``complete`` call of the client,
-with hooks of the batch's (``wrapper.CallHooks``): every attempt waits for a limiter (``Pacer``:
-requests and tokens per minute when given, slowing down on 429s, a 429's Retry-After pausing every
-request rather than one), and is counted in the batch's stats.
+million prompts from a file never sit in memory. Each prompt is one call of the client (its ``call``:
+the keyword arguments split and checked once for the batch), with hooks of the batch's
+(``wrapper.CallHooks``): every attempt waits for a limiter (``wrapper.pacing``: requests and tokens
+per minute when given, slowing down on 429s, a 429's Retry-After, as the retry policy cuts it, pausing
+every request rather than one, none past its deadline), and is counted in the batch's stats.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import threading
@@ -28,24 +30,25 @@ from collections.abc import (
 )
 from concurrent.futures import Future
 from queue import SimpleQueue
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypedDict, TypeVar, Unpack, cast
 
 import attrs
 import httpx
 
-from wrapper import CallHooks, CallInfo, Completion, RequestOptions
-from wrapper.errors import APIError, APIStatusError, RateLimitError
+from wrapper import CallHooks, CallInfo, Completion
+from wrapper.errors import APIError, RateLimitError
+from wrapper.pacing import Limiter, Pacer, estimate_tokens, used_tokens, wait_turn
 
-from ._pacing import Limiter, Pacer, estimate_tokens
 from ._stats import BatchStats, Tally
 
 if TYPE_CHECKING:
-    from wrapper import AsyncClient, SyncClient
+    from wrapper import AsyncClient, HookFactory, Options, RetryPolicy, SyncClient
 
 __all__ = [
     "AsyncBatchIterator",
     "AsyncCompleter",
     "BatchIterator",
+    "BatchOptions",
     "BatchResult",
     "BatchStats",
     "Job",
@@ -58,9 +61,6 @@ __all__ = [
 
 Job = tuple[int, str, Mapping[str, Any]]
 """One unit of work: the index results carry, the prompt, the keyword arguments for ``complete``."""
-FORGIVEN_429S = 10
-"""At most this many of a prompt's 429s cost no retry (each slows the batch down): none retries for ever."""
-_OPTIONS = frozenset(RequestOptions.__annotations__)
 
 
 @attrs.frozen
@@ -131,20 +131,38 @@ class AsyncBatchIterator(AsyncIterator[BatchResult]):
         return self._tally.snapshot()
 
 
-def complete_many(
-    client: SyncClient,
-    model: str,
-    prompts: Iterable[str],
-    *,
-    concurrency: int = 16,
-    ordered: bool = False,
-    return_exceptions: bool = False,
-    requests_per_minute: float | None = None,
-    tokens_per_minute: float | None = None,
-    **kwargs: Any,
-) -> BatchIterator:
+class BatchOptions(TypedDict, total=False):
+    """What ``complete_many`` takes besides ``complete``'s keyword arguments."""
+
+    concurrency: int
+    """The most requests in flight at once (default: 16)."""
+    ordered: bool
+    """True: the results in input order; False (the default): as they finish."""
+    return_exceptions: bool
+    """True: a failed prompt's error is its result; False (the default): it is raised at once."""
+    requests_per_minute: float | None
+    """The request rate the batch is paced to, evenly (None, the default: none; 429s slow it down)."""
+    tokens_per_minute: float | None
+    """The token rate the batch is paced to, tokens estimated before each request (None: none)."""
+
+
+_DEFAULTS: BatchOptions = {
+    "concurrency": 16,
+    "ordered": False,
+    "return_exceptions": False,
+    "requests_per_minute": None,
+    "tokens_per_minute": None,
+}
+
+
+def _batch_options(kwargs: dict[str, Any]) -> BatchOptions:
+    """The ``BatchOptions`` among ``kwargs`` (taken out of them), each default filled in."""
+    return cast(BatchOptions, {name: kwargs.pop(name, default) for name, default in _DEFAULTS.items()})
+
+
+def complete_many(client: SyncClient, model: str, prompts: Iterable[str], **kwargs: Any) -> BatchIterator:
     """``client.complete(model, prompt, **kwargs)`` for every prompt, at most ``concurrency`` in flight,
-    results as they finish (the clients' ``complete_many``).
+    results as they finish (the clients' ``complete_many``; ``kwargs`` take ``BatchOptions`` too).
 
     ``prompts`` is read lazily, at most ``concurrency`` ahead of the results handed back. ``ordered=True``
     yields results in input order instead. A failed prompt raises its ``APIError`` at once unless
@@ -153,24 +171,12 @@ def complete_many(
     each prompt gets the client's ``max_retries``. Breaking out of the loop (or ``close()``) stops the
     batch; requests already sent finish on their own.
     """
-    _check_arguments(prompts, concurrency)
-    pacer = Pacer(requests_per_minute, tokens_per_minute)
-    params, options = _split(kwargs)
-    client = client.with_options(**options) if options else client
-    batch = _Batch(functools.partial(getattr(client, "complete"), model), functools.partial(_Paced, pacer))  # noqa: B009
-    return BatchIterator(
-        _run(batch, _numbered(prompts, params), concurrency, ordered, return_exceptions), batch.tally
-    )
+    batch, params, given = _paced(client, model, prompts, kwargs, _Paced)
+    return BatchIterator(_run(batch, _numbered(prompts, params), given), batch.tally)
 
 
 def complete_with(
-    complete: Callable[..., Completion],
-    prompts: Iterable[str],
-    *,
-    concurrency: int = 16,
-    ordered: bool = False,
-    return_exceptions: bool = False,
-    **kwargs: Any,
+    complete: Callable[..., Completion], prompts: Iterable[str], **kwargs: Any
 ) -> BatchIterator:
     """``complete(prompt, **kwargs)`` for every prompt, as ``complete_many`` runs them, with no pacing of
     the batch's own: a router's ``complete`` (``wrapper.router``), whose routes pace themselves.
@@ -178,60 +184,33 @@ def complete_with(
     ``complete`` passes its ``hooks`` option on to the clients' calls it makes: the batch counts their
     attempts (and each route's, in ``BatchStats.routes``).
     """
-    _check_arguments(prompts, concurrency)
-    batch = _Batch(complete, _Counted)
-    return BatchIterator(
-        _run(batch, _numbered(prompts, kwargs), concurrency, ordered, return_exceptions), batch.tally
-    )
+    given = _unpaced(kwargs)
+    _check_arguments(prompts, given["concurrency"])
+    batch = _Batch(_routed(complete), _Counted)
+    return BatchIterator(_run(batch, _numbered(prompts, kwargs), given), batch.tally)
 
 
 def acomplete_many(
-    client: AsyncClient,
-    model: str,
-    prompts: Iterable[str] | AsyncIterable[str],
-    *,
-    concurrency: int = 16,
-    ordered: bool = False,
-    return_exceptions: bool = False,
-    requests_per_minute: float | None = None,
-    tokens_per_minute: float | None = None,
-    **kwargs: Any,
+    client: AsyncClient, model: str, prompts: Iterable[str] | AsyncIterable[str], **kwargs: Any
 ) -> AsyncBatchIterator:
     """The async ``complete_many``: prompts from an iterable or an async iterable, results by ``async for``.
 
     Leaving the loop early and closing the iterator (``aclose()``, or ``contextlib.aclosing``) cancels
     the requests in flight.
     """
-    _check_arguments(prompts, concurrency)
-    params, options = _split(kwargs)
-    return acomplete_jobs(
-        client.with_options(**options) if options else client,
-        model,
-        _jobs(prompts, params),
-        concurrency=concurrency,
-        ordered=ordered,
-        return_exceptions=return_exceptions,
-        requests_per_minute=requests_per_minute,
-        tokens_per_minute=tokens_per_minute,
-    )
+    batch, params, given = _paced(client, model, prompts, kwargs, _APaced)
+    return AsyncBatchIterator(_arun(batch, _jobs(prompts, params), given), batch.tally)
 
 
 def acomplete_with(
-    complete: Callable[..., Awaitable[Completion]],
-    prompts: Iterable[str] | AsyncIterable[str],
-    *,
-    concurrency: int = 16,
-    ordered: bool = False,
-    return_exceptions: bool = False,
-    **kwargs: Any,
+    complete: Callable[..., Awaitable[Completion]], prompts: Iterable[str] | AsyncIterable[str], **kwargs: Any
 ) -> AsyncBatchIterator:
     """The async ``complete_with``: ``await complete(prompt, **kwargs)`` for every prompt (an async
     router's ``complete``), prompts from an iterable or an async iterable."""
-    _check_arguments(prompts, concurrency)
-    batch = _Batch(complete, _Counted)
-    return AsyncBatchIterator(
-        _arun(batch, _jobs(prompts, kwargs), concurrency, ordered, return_exceptions), batch.tally
-    )
+    given = _unpaced(kwargs)
+    _check_arguments(prompts, given["concurrency"])
+    batch = _Batch(_routed(complete), _Counted)
+    return AsyncBatchIterator(_arun(batch, _jobs(prompts, kwargs), given), batch.tally)
 
 
 def acomplete_jobs(
@@ -239,31 +218,29 @@ def acomplete_jobs(
     model: str | None,
     jobs: Iterator[Job] | AsyncGenerator[Job, None],
     *,
-    concurrency: int,
-    ordered: bool = False,
-    return_exceptions: bool = False,
-    requests_per_minute: float | None = None,
-    tokens_per_minute: float | None = None,
     limiter: Limiter | None = None,
+    **kwargs: Unpack[BatchOptions],
 ) -> AsyncBatchIterator:
     """``acomplete_many`` over explicit jobs, each with its own index and parameters (the command line's
     batch, Ray's blocks). ``limiter`` paces the batch instead of the limits (one shared by many
     processes, say: ``wrapper.ray``'s leases). With ``model`` None, ``client`` is an async router
     (``wrapper.router``), whose routes pace themselves: no limit nor limiter is taken then.
     """
-    _check_arguments(jobs, concurrency)
-    complete = getattr(client, "complete")  # noqa: B009  (a client's takes the model first)
+    given = _batch_options(dict(kwargs))
+    _check_arguments(jobs, given["concurrency"])
+    rpm, tpm = given["requests_per_minute"], given["tokens_per_minute"]
     if model is None:
-        if limiter is not None or requests_per_minute is not None or tokens_per_minute is not None:
+        if limiter is not None or rpm is not None or tpm is not None:
             raise ValueError("a router paces each route to its own limits: pass no limit nor limiter")
-        batch = _Batch(complete, _Counted)
+        batch = _Batch(_routed(cast("AsyncCompleter", client).complete), _Counted)
     else:
         if limiter is None:
-            limiter = Pacer(requests_per_minute, tokens_per_minute)
-        elif requests_per_minute is not None or tokens_per_minute is not None:
+            limiter = Pacer(rpm, tpm)
+        elif rpm is not None or tpm is not None:
             raise ValueError("pass requests_per_minute/tokens_per_minute or a limiter, not both")
-        batch = _Batch(functools.partial(complete, model), functools.partial(_APaced, limiter))
-    return AsyncBatchIterator(_arun(batch, jobs, concurrency, ordered, return_exceptions), batch.tally)
+        options = cast("AsyncClient", client).options
+        batch = _Batch(_calls(client, model, options), functools.partial(_APaced, limiter, options.retry))
+    return AsyncBatchIterator(_arun(batch, jobs, given), batch.tally)
 
 
 class AsyncCompleter(Protocol):
@@ -273,10 +250,51 @@ class AsyncCompleter(Protocol):
     def complete(self, prompt: str, **params: Any) -> Awaitable[Completion]: ...
 
 
-def _split(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A batch's keyword arguments as (each prompt's parameters, the request options for all of them)."""
-    params = {name: value for name, value in kwargs.items() if name not in _OPTIONS}
-    return params, {name: value for name, value in kwargs.items() if name in _OPTIONS}
+def _paced(
+    client: Any, model: str, prompts: object, kwargs: dict[str, Any], hooks: Callable[..., CallHooks]
+) -> tuple[_Batch, dict[str, Any], BatchOptions]:
+    """A client's batch, paced to its limits by a ``Pacer`` of its own (``hooks``: the sync or async
+    hooks that wait for it), each prompt's parameters, and the batch's options."""
+    given = _batch_options(kwargs)
+    _check_arguments(prompts, given["concurrency"])
+    params, options = client.options.split(kwargs)
+    pacer = Pacer(given["requests_per_minute"], given["tokens_per_minute"])
+    return (
+        _Batch(_calls(client, model, options), functools.partial(hooks, pacer, options.retry)),
+        params,
+        given,
+    )
+
+
+def _unpaced(kwargs: dict[str, Any]) -> BatchOptions:
+    """A router's batch options: it paces each route itself, so no limit is taken."""
+    given = _batch_options(kwargs)
+    if given["requests_per_minute"] is not None or given["tokens_per_minute"] is not None:
+        raise ValueError("a router paces each route to its own limits: pass no limit nor limiter")
+    return given
+
+
+Send = Callable[[str, Mapping[str, Any], "HookFactory"], Any]
+"""How a batch sends one prompt: its prompt, parameters and the batch's hooks for its call."""
+
+
+def _calls(client: Any, model: str, options: Options) -> Send:
+    """Each prompt a call of ``client`` (``call``: the options split and checked once for the batch)."""
+
+    def send(prompt: str, params: Mapping[str, Any], hooks: HookFactory) -> Any:
+        params, merged = options.split(params)  # a job's own options, if it has any
+        return client.call(model, prompt, params, merged.merged({"hooks": (hooks,)}))
+
+    return send
+
+
+def _routed(complete: Callable[..., Any]) -> Send:
+    """Each prompt a call of a router's ``complete``, which gives the batch's hooks to each route's call."""
+
+    def send(prompt: str, params: Mapping[str, Any], hooks: HookFactory) -> Any:
+        return complete(prompt, **params, hooks=[*params.get("hooks", ()), hooks])
+
+    return send
 
 
 def _check_arguments(prompts: object, concurrency: int) -> None:
@@ -319,23 +337,20 @@ class _Prompt:
 
 
 class _Batch:
-    """What a batch's prompts share: how one is completed, the hooks of its calls, the tally, and (for a
-    sync batch) the event that ends it."""
+    """What a batch's prompts share: how one is sent, the hooks of its calls, the tally, and (for a sync
+    batch) the event that ends it."""
 
-    def __init__(
-        self, complete: Callable[..., Any], hooks: Callable[[_Batch, _Prompt, CallInfo], CallHooks]
-    ) -> None:
-        self.complete = complete
+    def __init__(self, send: Send, hooks: Callable[[_Batch, _Prompt, CallInfo], CallHooks]) -> None:
+        self.send = send
         self.hooks = hooks
         self.tally = Tally()
         self.stop = threading.Event()
         self.context = contextvars.copy_context()  # the caller's: its current span is each prompt's parent
 
-    def call(self, job: Job) -> tuple[str, dict[str, Any]]:
-        """A job's prompt and the keyword arguments of its ``complete``: its parameters, the batch's hooks."""
+    def complete(self, job: Job) -> Any:
+        """A job's call (its completion, or an awaitable of it), with the batch's hooks."""
         _, prompt, params = job
-        hooks = functools.partial(self.hooks, self, _Prompt())
-        return prompt, {**params, "hooks": [*params.get("hooks", ()), hooks]}
+        return self.send(prompt, params, functools.partial(self.hooks, self, _Prompt()))
 
     def counted(self, completion: Completion) -> Completion:
         self.tally.completed(completion)
@@ -345,9 +360,9 @@ class _Batch:
 class _Counted(CallHooks):
     """A batch call's hooks: every attempt counted (a route's in its own figures too), 429s forgiven.
 
-    A 429 met the batch's own pace, which the limiter lowers for it (and pauses for its
-    Retry-After): it costs no retry, up to ``FORGIVEN_429S`` times per prompt. A sync batch's
-    attempt still waiting when the batch ends is not sent.
+    A 429 met the batch's own pace, which the limiter lowers for it (and pauses for its Retry-After):
+    the attempt loop retries it without spending a retry (at most ``FORGIVEN_429S`` times a call). A
+    sync batch's attempt still waiting when the batch ends is not sent.
     """
 
     def __init__(self, batch: _Batch, prompt: _Prompt, call: CallInfo) -> None:
@@ -357,7 +372,6 @@ class _Counted(CallHooks):
         self.stop = batch.stop
         self.prompt = prompt
         self.estimate = estimate_tokens(call.prompt, call.params, call.client.API.max_tokens)
-        self.forgiven = 0
         self.sent_at = 0.0
 
     def before(self) -> None:
@@ -379,21 +393,12 @@ class _Counted(CallHooks):
         if self.route is not None and completion is not None:
             self.route.completed(completion)
 
-    def _used(self, completion: Completion | None) -> int:
-        """The tokens a success used (as reported, else the estimate)."""
-        if completion is None or completion.prompt_tokens is None or completion.response_tokens is None:
-            return self.estimate
-        return completion.prompt_tokens + completion.response_tokens
-
     def failed(self, error: APIError) -> bool:
         self._answered()
         if not isinstance(error, RateLimitError):
             return False
         for tally in self.tallies:
             tally.add("rate_limited")
-        if self.forgiven >= FORGIVEN_429S:
-            return False
-        self.forgiven += 1
         return True
 
     def finished(self, error: BaseException | None) -> None:
@@ -402,51 +407,60 @@ class _Counted(CallHooks):
 
 
 class _Paced(_Counted):
-    """A sync batch call's hooks: each attempt waits for the ``Pacer``, and stops when the batch does."""
+    """A sync batch call's hooks: each attempt waits for its turn of the ``Pacer`` (no later than the
+    call's deadline), and stops when the batch does; a 429 pauses the pacer as the retry policy would."""
 
-    def __init__(self, pacer: Pacer, batch: _Batch, prompt: _Prompt, call: CallInfo) -> None:
+    def __init__(
+        self, pacer: Pacer, policy: RetryPolicy, batch: _Batch, prompt: _Prompt, call: CallInfo
+    ) -> None:
         super().__init__(batch, prompt, call)
         self.pacer = pacer
+        self.policy = policy
 
     def before(self) -> None:
-        for wait in self.pacer.turns(self.estimate):
-            if self.stop.wait(wait):
-                raise _Stopped
+        if wait_turn(self.pacer.turns(self.estimate), self.call.deadline, self.stop.wait):
+            raise _Stopped
         super().before()
 
     def succeeded(self, completion: Completion | None) -> None:
         super().succeeded(completion)
-        self.pacer.correct(self.estimate, self._used(completion))
+        self.pacer.settle(self.estimate, used_tokens(completion, self.estimate))
 
     def failed(self, error: APIError) -> bool:
         if isinstance(error, RateLimitError):
-            self.pacer.slow_down(_retry_after(error))
+            self.pacer.throttled(self.policy.retry_after(error))
         return super().failed(error)
 
 
 class _APaced(_Counted):
-    """An async batch call's hooks: each attempt waits for the ``Limiter`` (a ``Pacer``, or Ray's)."""
+    """An async batch call's hooks: each attempt waits for the ``Limiter`` (a ``Pacer``, or Ray's), no
+    later than the call's deadline; a 429 pauses it as the retry policy would."""
 
-    def __init__(self, limiter: Limiter, batch: _Batch, prompt: _Prompt, call: CallInfo) -> None:
+    def __init__(
+        self, limiter: Limiter, policy: RetryPolicy, batch: _Batch, prompt: _Prompt, call: CallInfo
+    ) -> None:
         super().__init__(batch, prompt, call)
         self.limiter = limiter
+        self.policy = policy
 
     async def abefore(self) -> None:
-        await self.limiter.acquire(self.estimate)
+        deadline = self.call.deadline
+        if deadline is None:
+            await self.limiter.acquire(self.estimate)
+        else:  # a turn after it comes too late: the attempt loop ends the call at the deadline
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(deadline - time.monotonic()):
+                    await self.limiter.acquire(self.estimate)
         self.before()
 
     async def asucceeded(self, completion: Completion | None) -> None:
         self.succeeded(completion)
-        await self.limiter.settle(self.estimate, self._used(completion))
+        self.limiter.settle(self.estimate, used_tokens(completion, self.estimate))
 
     async def afailed(self, error: APIError) -> bool:
         if isinstance(error, RateLimitError):
-            await self.limiter.throttled(_retry_after(error))
+            self.limiter.throttled(self.policy.retry_after(error))
         return self.failed(error)
-
-
-def _retry_after(error: APIError) -> float | None:
-    return error.retry_after if isinstance(error, APIStatusError) else None
 
 
 class _Pending(Protocol):
@@ -508,10 +522,9 @@ class _Stopped(BaseException):
 
 
 def _complete(batch: _Batch, job: Job) -> Completion:
-    """One prompt in a worker thread: its ``complete``, paced and counted by the batch's hooks."""
-    prompt, kwargs = batch.call(job)
+    """One prompt in a worker thread: its call, paced and counted by the batch's hooks."""
     try:
-        return batch.counted(batch.complete(prompt, **kwargs))
+        return batch.counted(batch.complete(job))
     except APIError:
         batch.tally.add("failed")
         raise
@@ -556,14 +569,9 @@ class _Workers:
                 future.set_exception(exc)
 
 
-def _run(
-    batch: _Batch,
-    jobs: Iterable[Job],
-    concurrency: int,
-    ordered: bool,
-    keep: bool,
-) -> Generator[BatchResult, None, None]:
-    window: _Window[Future[Completion]] = _Window(ordered)
+def _run(batch: _Batch, jobs: Iterable[Job], given: BatchOptions) -> Generator[BatchResult, None, None]:
+    concurrency, keep = given["concurrency"], given["return_exceptions"]
+    window: _Window[Future[Completion]] = _Window(given["ordered"])
     finished: SimpleQueue[object] = SimpleQueue()
     pending_jobs = iter(jobs)
     workers = _Workers(concurrency, functools.partial(_complete, batch), batch.context)
@@ -586,23 +594,19 @@ def _run(
 
 
 async def _acomplete(batch: _Batch, job: Job) -> Completion:
-    """One prompt as a task: its ``complete``, paced and counted by the batch's hooks."""
-    prompt, kwargs = batch.call(job)
+    """One prompt as a task: its call, paced and counted by the batch's hooks."""
     try:
-        return batch.counted(await batch.complete(prompt, **kwargs))
+        return batch.counted(await batch.complete(job))
     except APIError:
         batch.tally.add("failed")
         raise
 
 
 async def _arun(
-    batch: _Batch,
-    jobs: Iterator[Job] | AsyncGenerator[Job, None],
-    concurrency: int,
-    ordered: bool,
-    keep: bool,
+    batch: _Batch, jobs: Iterator[Job] | AsyncGenerator[Job, None], given: BatchOptions
 ) -> AsyncGenerator[BatchResult, None]:
-    window: _Window[asyncio.Task[Completion]] = _Window(ordered)
+    concurrency, keep = given["concurrency"], given["return_exceptions"]
+    window: _Window[asyncio.Task[Completion]] = _Window(given["ordered"])
     finished: asyncio.Queue[object] = asyncio.Queue()
     batch.tally.start()
     try:

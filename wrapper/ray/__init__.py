@@ -55,7 +55,8 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
     raise ImportError(f"wrapper.ray needs Ray Data, which is not installed: {install_hint('ray')}") from exc
 
 from wrapper import apis
-from wrapper.batch import BatchResult, acomplete_jobs, checked_limit
+from wrapper.batch import BatchResult, acomplete_jobs
+from wrapper.pacing import checked_limit
 
 from ._leases import Coordinator, Grant, LeasedLimiter, Report
 
@@ -151,7 +152,7 @@ def _options(api: apis.Api, client_options: Mapping[str, Any] | None) -> dict[st
     """The client's constructor arguments: those given, over those the driver's environment sets."""
     if client_options is not None and not isinstance(client_options, Mapping):
         raise TypeError(f"client_options must be a mapping, got {type(client_options).__name__}")
-    options: dict[str, Any] = api.client_options(os.environ)
+    options: dict[str, Any] = api.arguments_from(os.environ)
     options.update(client_options or {})
     if "http_client" in options:
         raise ValueError("client_options cannot hold http_client: each worker builds its own connection pool")

@@ -12,7 +12,7 @@ are that much shorter, so that a worker who comes waits little for the others to
 ``Pacer`` and asks for the next one when the lease runs out, reporting what it used (requests and
 tokens, token corrections, successes, 429s): the unused part of the lease goes back, and its next
 lease starts where its use of the last one ends. A 429 is reported at once. With no limit given,
-the limit opens as a batch's does (``wrapper.batch._opening``): while it opens, a lease lasts one of its
+the limit opens as a batch's does (``wrapper.pacing._opening``): while it opens, a lease lasts one of its
 steps, and the 429s reported count in the step at once (a cut still waits for every worker's report).
 
 Bounds: a fixed limit is never exceeded by the leases; the requests themselves may go up to
@@ -32,13 +32,10 @@ import time
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 
-from wrapper import RetryPolicy
-from wrapper.batch import Pacer, checked_limit
+from wrapper.pacing import Pacer, checked_limit
 
 __all__ = ["LEASE", "Coordinator", "Grant", "LeasedLimiter", "Report"]
 
-MAX_RETRY_AFTER = RetryPolicy().max_retry_after
-"""The longest Retry-After a pause waits, as the clients' retries wait it."""
 LEASE = 0.5
 """Seconds a lease covers, unless one request at the worker's share takes longer."""
 _ROUNDING = 1e-9  # relative: float sums of equal shares never turn a fair lease into a wait
@@ -168,7 +165,7 @@ class Coordinator:
                 self._heard, self._refused_at = {worker}, now
             self._refused.append(retry_after)
             if retry_after is not None:  # the pause at once
-                self._paused_until = max(self._paused_until, now + min(retry_after, MAX_RETRY_AFTER))
+                self._paused_until = max(self._paused_until, now + retry_after)  # cut by the worker's policy
         # The cut waits until every worker has reported its successes of the same stretch (or one
         # lease): on the first reports alone, it would cut the rate to what their few workers achieved.
         # The opening does not wait: its step, a lease long, must know of them before it ends.
@@ -176,7 +173,7 @@ class Coordinator:
         heard = holding <= self._heard or now >= self._refused_at + self._lease
         if self._refused and (heard or self._adapting.opening_step is not None):
             for retry_after in self._refused:
-                self._adapting.slow_down(retry_after)
+                self._adapting.throttled(retry_after)
             self._refused.clear()
 
     def _return(self, worker: Hashable, report: Report) -> float:
@@ -250,7 +247,8 @@ class LeasedLimiter:
     ) -> None:
         self._ask, self._clock, self._sleep = ask, clock, sleep
         self._lease: _Lease | None = None
-        self._asking: asyncio.Task[None] | None = None
+        self._asking: asyncio.Future[None] | None = None  # the call for the next lease, on its way
+        self._telling: asyncio.Future[None] | None = None  # the task that reports 429s
         self._corrections = 0.0
         self._succeeded = 0
         self._throttles: list[float | None] = []
@@ -271,30 +269,40 @@ class LeasedLimiter:
                     return
             await self._renew(lease, cost)
 
-    async def settle(self, estimate: float, actual: float) -> None:
+    def settle(self, estimate: float, actual: float) -> None:
         """``Limiter.settle``: the correction paces this lease and goes with the next call."""
         self._succeeded += 1
         self._corrections += actual - estimate
         if self._lease is not None:
-            self._lease.pacer.correct(estimate, actual)
+            self._lease.pacer.settle(estimate, actual)
 
-    async def throttled(self, retry_after: float | None) -> None:
-        """``Limiter.throttled``: pause this worker and tell the coordinator now, which slows every worker."""
+    def throttled(self, retry_after: float | None) -> None:
+        """``Limiter.throttled``: pause this worker and tell the coordinator now, which slows every worker
+        (this worker's next ``acquire`` waits for its answer)."""
         self._throttles.append(retry_after)
         if self._lease is not None:
-            self._lease.pacer.slow_down(retry_after)
-        while self._throttles:
-            await self._renew(None, 0.0)
+            self._lease.pacer.throttled(retry_after)
+        if self._telling is None:
+            self._telling = asyncio.ensure_future(self._tell())
+
+    async def _tell(self) -> None:
+        """Report the 429s heard, as soon as a call can take them (several that come together, in one)."""
+        try:
+            while self._throttles:
+                await self._renew(None, 0.0)
+        finally:
+            self._telling = None
 
     async def _renew(self, seen: _Lease | None, cost: float) -> None:
         """Get the next lease, long enough for a request of ``cost`` tokens, unless another task is
         getting it or got it since ``seen`` was current."""
         if self._asking is None and (self._lease is seen or self._throttles):
-            self._asking = asyncio.ensure_future(self._call(cost))
+            self._call(cost)
         if self._asking is not None:
             await asyncio.shield(self._asking)
 
-    async def _call(self, cost: float) -> None:
+    def _call(self, cost: float) -> None:
+        """Report what was done since the last call and ask for the next lease (``_asking`` until granted)."""
         lease, self._lease = self._lease, None  # nothing more is taken from it once it is reported
         report = Report(
             sent=lease.sent if lease else 0,
@@ -305,6 +313,9 @@ class LeasedLimiter:
             cost=cost,
         )
         self._corrections, self._succeeded, self._throttles = 0.0, 0, []
+        self._asking = asyncio.ensure_future(self._granted(report))
+
+    async def _granted(self, report: Report) -> None:
         try:
             self._lease = _Lease(await self._ask(report), self._clock)
         finally:

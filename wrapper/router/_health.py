@@ -1,10 +1,13 @@
 """Whether a route is cooling down: a route that keeps failing rests for a while, then is tried again.
 
-A route cools down when its failures (connection errors, timeouts, retried statuses but 429, which its
-pacer answers by slowing down) are at least ``MIN_FAILURES`` and ``SHARE`` of its answers over the last
-``WINDOW`` seconds: one failure among many successes is a blip, not a route down. It rests
-``COOLDOWN`` seconds, or the failure's Retry-After if longer; the first answer after that decides:
-a success ends the cooldown, a failure starts another at once.
+A route cools down when its last ``MIN_FAILURES`` answers within ``WINDOW`` seconds all failed
+(connection errors, timeouts, retried statuses but 429, which its pacer answers by slowing down),
+whatever it did before: a route down now is down, however long it served. It cools down too when
+its failures are at least ``MIN_FAILURES`` and ``SHARE`` of its answers over the last ``WINDOW``
+seconds: one failure among many successes is a blip, not a route down, but a route that fails as
+often as it serves is not well. It rests ``COOLDOWN`` seconds, or the failure's Retry-After if
+longer; the first answer after that decides: a success ends the cooldown, a failure starts another
+at once.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ __all__ = ["COOLDOWN", "MIN_FAILURES", "SHARE", "WINDOW", "Health"]
 COOLDOWN = 5.0
 """Seconds a failing route rests (longer when its failure asked so with Retry-After)."""
 MIN_FAILURES = 3
-"""Failures within ``WINDOW`` before a route cools down."""
+"""Failures in a row (or within ``WINDOW``, as ``SHARE`` of the answers) before a route cools down."""
 SHARE = 0.5
 """The share of failures among a route's answers within ``WINDOW`` at which it cools down."""
 WINDOW = 10.0
@@ -53,11 +56,17 @@ class Health:
         with self._lock:
             now = self._clock()
             self._add(now, failed=True)
-            if self._probing or (
-                self._failures >= MIN_FAILURES and self._failures >= SHARE * len(self._answers)
+            answers = self._answers
+            in_a_row = len(answers) >= MIN_FAILURES and all(
+                answers[-n][1] for n in range(1, MIN_FAILURES + 1)
+            )
+            if (
+                self._probing
+                or in_a_row
+                or (self._failures >= MIN_FAILURES and self._failures >= SHARE * len(answers))
             ):
                 self._until = max(self._until, now + max(COOLDOWN, retry_after or 0.0))
-                self._answers.clear()
+                answers.clear()
                 self._failures = 0
                 self._probing = True
                 self.cooldowns += 1

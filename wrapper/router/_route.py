@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 
 from wrapper import AsyncClient, SyncClient
-from wrapper.batch import checked_limit
+from wrapper.pacing import checked_limit
 
 __all__ = ["Route", "named"]
 

@@ -3,12 +3,10 @@ budget left, failing over to another when one fails."""
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import dataclasses
 import threading
-import time
-from collections.abc import AsyncGenerator, AsyncIterable, Generator, Iterable, Mapping
+from collections.abc import AsyncIterable, Iterable, Mapping
 from typing import Any, ClassVar, Self, Unpack
 
 from wrapper import (
@@ -20,15 +18,15 @@ from wrapper import (
     BatchIterator,
     Completion,
     CompletionStream,
+    HookFactory,
     RequestOptions,
     SyncClient,
     WithRawResponse,
     WithStreamingResponse,
 )
-from wrapper.batch import acomplete_with, complete_with
-from wrapper.errors import APIError
+from wrapper.batch import BatchOptions, acomplete_with, complete_with
 
-from ._dispatch import OPTIONS, Call, Dispatch, Lane, State, routed
+from ._dispatch import Dispatch, Lane, State
 from ._route import Route, named
 
 __all__ = ["AsyncRouter", "Router", "RouterBase"]
@@ -61,7 +59,7 @@ class RouterBase:
                 )
         self._lanes = tuple(Lane(route, route.client, State(route)) for route in routes)
         self._lock = threading.Lock()
-        self._hooks: tuple[Any, ...] = ()
+        self._hooks: tuple[HookFactory, ...] = ()
 
     @property
     def routes(self) -> tuple[Route, ...]:
@@ -73,9 +71,8 @@ class RouterBase:
         sharing this router's routes: their limits, cooldowns and connection pools. Closing it closes
         its copies of the clients alone, as a client's ``with_options`` copy does."""
         given: dict[str, Any] = dict(options)
-        hooks = tuple(given.pop("hooks", ()))
-        if hooks:
-            self._lanes[0].client.with_options(hooks=hooks)  # checked as a client checks them
+        hooks = tuple(given.pop("hooks", None) or ())
+        self._lanes[0].client.options.merged({"hooks": hooks})  # checked as a client checks them
         clone = copy.copy(self)
         clone._lanes = tuple(
             dataclasses.replace(lane, client=lane.client.with_options(**given)) for lane in self._lanes
@@ -88,14 +85,14 @@ class RouterBase:
             raise TypeError(f"prompt must be a string; got {type(prompt).__name__}")
         return Dispatch(self._lanes, self._lock, self._hooks, prompt, kwargs)
 
-    def _batched(self, kwargs: Mapping[str, Any]) -> tuple[Self, dict[str, Any]]:
-        """For ``complete_many``: this router with the batch's options, and each prompt's keywords (checked
-        against every route now)."""
-        params = {name: value for name, value in kwargs.items() if name not in OPTIONS}
-        options = {name: value for name, value in kwargs.items() if name in OPTIONS}
+    def _checked(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """For ``complete_many``: a batch's keyword arguments, checked now: its options as a call's, its
+        parameters against every route (each prompt's call takes them again)."""
+        call = {name: value for name, value in kwargs.items() if name not in BatchOptions.__annotations__}
+        params, _ = self._lanes[0].client.options.split(call)
         for lane in self._lanes:
             lane.route.keywords(params)
-        return (self.with_options(**options) if options else self), params
+        return kwargs
 
     def _clients(self) -> list[Any]:
         """Each route's client once (routes may share one)."""
@@ -124,80 +121,21 @@ class Router(RouterBase):
     def complete(self, prompt: str, **kwargs: Any) -> Completion:
         """Complete ``prompt`` on a route; ``AllRoutesFailedError`` when every route failed as many times
         as ``max_retries`` allows."""
-        dispatch = self._dispatch(prompt, kwargs)
-        while True:
-            call = dispatch.next()
-            if isinstance(call, float):
-                time.sleep(call)
-                continue
-            if call.wait:
-                time.sleep(call.wait)
-            try:
-                result = call.lane.client.complete(call.lane.route.model, prompt, **call.kwargs)
-            except APIError as error:
-                dispatch.failed(call, error)
-                continue
-            finally:
-                dispatch.release(call)
-            completion: Completion = routed(result, dispatch.served(call))
-            return completion
+        return self._dispatch(prompt, kwargs).complete(prompt)
 
     def stream(self, prompt: str, **kwargs: Any) -> CompletionStream:
         """The completion as it is generated, from one route; a failure before the first chunk sends the
         request to another route, never after (as a client's stream is retried until its first chunk)."""
-        return CompletionStream(self._stream(self._dispatch(prompt, kwargs), prompt))
+        return self._dispatch(prompt, kwargs).stream(prompt)
 
-    def _stream(self, dispatch: Dispatch, prompt: str) -> Generator[Any, None, None]:
-        while True:
-            call = dispatch.next()
-            if isinstance(call, float):
-                time.sleep(call)
-                continue
-            if call.wait:
-                time.sleep(call.wait)
-            chunks: CompletionStream | None = None
-            try:
-                chunks = call.lane.client.stream(call.lane.route.model, prompt, **call.kwargs)
-                response = chunks.open()
-                break
-            except APIError as error:
-                _closed(dispatch, call, chunks)
-                dispatch.failed(call, error)
-            except BaseException:
-                _closed(dispatch, call, chunks)
-                raise
-        name = dispatch.served(call)
-        try:
-            yield response
-            for chunk in chunks:
-                yield routed(chunk, name)
-        finally:
-            _closed(dispatch, call, chunks)
-
-    def complete_many(
-        self,
-        prompts: Iterable[str],
-        *,
-        concurrency: int = 16,
-        ordered: bool = False,
-        return_exceptions: bool = False,
-        **kwargs: Any,
-    ) -> BatchIterator:
+    def complete_many(self, prompts: Iterable[str], **kwargs: Any) -> BatchIterator:
         """``complete`` for each prompt, at most ``concurrency`` in flight, each route paced to its own
-        limits; as a client's ``complete_many`` otherwise (``.stats.routes`` has each route's figures)."""
-        router, params = self._batched(kwargs)
-        return complete_with(router.complete, prompts, concurrency=concurrency, ordered=ordered,
-                             return_exceptions=return_exceptions, **params)  # fmt: skip
+        limits; as a client's ``complete_many`` otherwise (``.stats.routes`` has each route's figures).
+        ``kwargs`` are ``complete``'s and ``wrapper.batch.BatchOptions`` but the limits."""
+        return complete_with(self.complete, prompts, **self._checked(kwargs))
 
-    @property
-    def with_raw_response(self) -> WithRawResponse:
-        """The same calls, returning the HTTP response: ``.complete(...)`` gives a ``RawResponse``."""
-        return WithRawResponse(self)
-
-    @property
-    def with_streaming_response(self) -> WithStreamingResponse:
-        """``with router.with_streaming_response.stream(...) as response:``: status, headers first."""
-        return WithStreamingResponse(self)
+    with_raw_response = property(WithRawResponse)
+    with_streaming_response = property(WithStreamingResponse)
 
     def close(self) -> None:
         """Close the routes' clients (a ``with_options`` router's: its copies of them alone)."""
@@ -211,12 +149,6 @@ class Router(RouterBase):
         self.close()
 
 
-def _closed(dispatch: Dispatch, call: Call, chunks: CompletionStream | None) -> None:
-    dispatch.release(call)
-    if chunks is not None:
-        chunks.close()
-
-
 class AsyncRouter(RouterBase):
     """The async ``Router``, over async clients: the same methods, awaited; ``stream`` and
     ``complete_many`` are async iterators; ``await router.close()`` (or ``async with``)."""
@@ -227,78 +159,18 @@ class AsyncRouter(RouterBase):
 
     async def complete(self, prompt: str, **kwargs: Any) -> Completion:
         """Complete ``prompt`` on a route (see ``Router.complete``)."""
-        dispatch = self._dispatch(prompt, kwargs)
-        while True:
-            call = dispatch.next()
-            if isinstance(call, float):
-                await asyncio.sleep(call)
-                continue
-            if call.wait:
-                await asyncio.sleep(call.wait)
-            try:
-                result = await call.lane.client.complete(call.lane.route.model, prompt, **call.kwargs)
-            except APIError as error:
-                dispatch.failed(call, error)
-                continue
-            finally:
-                dispatch.release(call)
-            completion: Completion = routed(result, dispatch.served(call))
-            return completion
+        return await self._dispatch(prompt, kwargs).acomplete(prompt)
 
     def stream(self, prompt: str, **kwargs: Any) -> AsyncCompletionStream:
         """The completion as it is generated (``async for``), failing over before its first chunk only."""
-        return AsyncCompletionStream(self._stream(self._dispatch(prompt, kwargs), prompt))
+        return self._dispatch(prompt, kwargs).astream(prompt)
 
-    async def _stream(self, dispatch: Dispatch, prompt: str) -> AsyncGenerator[Any, None]:
-        while True:
-            call = dispatch.next()
-            if isinstance(call, float):
-                await asyncio.sleep(call)
-                continue
-            if call.wait:
-                await asyncio.sleep(call.wait)
-            chunks: AsyncCompletionStream | None = None
-            try:
-                chunks = call.lane.client.stream(call.lane.route.model, prompt, **call.kwargs)
-                response = await chunks.open()
-                break
-            except APIError as error:
-                await _aclosed(dispatch, call, chunks)
-                dispatch.failed(call, error)
-            except BaseException:
-                await _aclosed(dispatch, call, chunks)
-                raise
-        name = dispatch.served(call)
-        try:
-            yield response
-            async for chunk in chunks:
-                yield routed(chunk, name)
-        finally:
-            await _aclosed(dispatch, call, chunks)
-
-    def complete_many(
-        self,
-        prompts: Iterable[str] | AsyncIterable[str],
-        *,
-        concurrency: int = 16,
-        ordered: bool = False,
-        return_exceptions: bool = False,
-        **kwargs: Any,
-    ) -> AsyncBatchIterator:
+    def complete_many(self, prompts: Iterable[str] | AsyncIterable[str], **kwargs: Any) -> AsyncBatchIterator:
         """The async ``Router.complete_many``: prompts from an (async) iterable, ``async for`` the results."""
-        router, params = self._batched(kwargs)
-        return acomplete_with(router.complete, prompts, concurrency=concurrency, ordered=ordered,
-                              return_exceptions=return_exceptions, **params)  # fmt: skip
+        return acomplete_with(self.complete, prompts, **self._checked(kwargs))
 
-    @property
-    def with_raw_response(self) -> AsyncWithRawResponse:
-        """The same calls, returning the HTTP response: ``await .complete(...)`` gives a ``RawResponse``."""
-        return AsyncWithRawResponse(self)
-
-    @property
-    def with_streaming_response(self) -> AsyncWithStreamingResponse:
-        """``async with router.with_streaming_response.stream(...) as response:``: status, headers first."""
-        return AsyncWithStreamingResponse(self)
+    with_raw_response = property(AsyncWithRawResponse)
+    with_streaming_response = property(AsyncWithStreamingResponse)
 
     async def close(self) -> None:
         """Close the routes' clients (a ``with_options`` router's: its copies of them alone)."""
@@ -312,9 +184,3 @@ class AsyncRouter(RouterBase):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
-
-
-async def _aclosed(dispatch: Dispatch, call: Call, chunks: AsyncCompletionStream | None) -> None:
-    dispatch.release(call)
-    if chunks is not None:
-        await chunks.aclose()

@@ -74,8 +74,9 @@ from ._app import SandboxApp
 from ._faults import Fault, make_rule, parse_rule
 from ._faults import __doc__ as _FAULTS_DOC
 from ._guards import CLIENT_TIMEOUT, MAX_BODY
-from ._handler import FAULT_HEADER, registry
+from ._handler import FAULT_HEADER
 from ._records import Exchange, Stats
+from ._registry import registry
 from ._server import listen, server
 from ._validate import MAX_DEPTH
 

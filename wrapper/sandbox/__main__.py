@@ -9,8 +9,8 @@ from . import HELP, serve
 from ._catalog import REJECTED_CREDENTIAL
 from ._faults import parse_rule
 from ._guards import CLIENT_TIMEOUT, MAX_BODY
-from ._handler import registry
 from ._limits import checked_limit
+from ._registry import registry
 from ._server import checked_port
 
 

@@ -30,11 +30,12 @@ from starlette.types import Message, Receive, Scope, Send
 from . import _catalog
 from ._faults import Fault, FaultPlan, make_rule, parse_rule
 from ._guards import CLIENT_TIMEOUT, MAX_BODY, BodyRefused, read_body, same
-from ._handler import FAULT_HEADER, Call, Handler, registry
+from ._handler import FAULT_HEADER, Call, Handler
 from ._limits import RateLimits, checked_limit
 from ._lm import LanguageModel
 from ._log import enable, logger
 from ._records import Counter, Exchange, redacted
+from ._registry import registry
 from ._validate import Invalid, parse_json, request_body
 
 _REQUEST_ID_HEADERS = ("idempotency-key", "x-request-id")

@@ -1,4 +1,4 @@
-"""What the sandbox's app asks of each API it serves: a ``Handler``, and the registry of them by API name.
+"""What the sandbox's app asks of each API it serves: a ``Handler`` (``_registry`` finds them by API name).
 
 The app runs every vendor request through the same steps (fault, credential, body, rate limits, model)
 and asks the request's handler only for what differs: where the credential travels, the shape of an
@@ -8,12 +8,11 @@ error, its defaults, its catalog, and how it answers. Each API's handler is ``HA
 
 from __future__ import annotations
 
-import importlib
 import random
 import re
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cached_property
 from typing import Any
 
 from starlette.requests import Request
@@ -144,16 +143,6 @@ class Handler:
     def triggers_help(self) -> str:
         """The help text's lines on what makes the API answer an error."""
         raise NotImplementedError
-
-
-@cache
-def registry() -> dict[str, Handler]:
-    """Every API's handler, by name, in the order of ``wrapper.apis.NAMES``."""
-    handlers = {name: importlib.import_module(f"{__package__}._{name}").HANDLER for name in _api.NAMES}
-    for name, handler in handlers.items():
-        if not isinstance(handler, Handler) or handler.name != name:
-            raise TypeError(f"wrapper.sandbox._{name}.HANDLER must be the Handler named {name!r}")
-    return handlers
 
 
 def sampling(

@@ -11,24 +11,20 @@ Sync clients send through httpx (``httpx_transport``). Async clients have two tr
 
 from __future__ import annotations
 
-import json
+import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 import httpx
 
-__all__ = ["AsyncTransport", "ClientClosedError", "Reply", "Request", "encode_json"]
+__all__ = ["AsyncTransport", "ClientClosedError", "Reply", "Request"]
 
 
 class ClientClosedError(RuntimeError):
     """A call on a closed client (closing one closes its ``with_options`` copies too): build a new one."""
 
 
-def encode_json(body: Any) -> bytes:
-    """``body`` as httpx encodes a ``json=`` argument, so every transport sends the same bytes."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-
-
+@dataclasses.dataclass(slots=True, eq=False)
 class Request:
     """One HTTP request as the clients build it: method, URL, headers, body bytes, timeouts.
 
@@ -36,17 +32,12 @@ class Request:
     transport needs one only for errors and streams, which carry it).
     """
 
-    __slots__ = ("_httpx", "content", "headers", "method", "timeout", "url")
-
-    def __init__(
-        self, method: str, url: str, headers: Mapping[str, str], content: bytes, timeout: httpx.Timeout
-    ) -> None:
-        self.method = method
-        self.url = url
-        self.headers = headers
-        self.content = content
-        self.timeout = timeout
-        self._httpx: httpx.Request | None = None
+    method: str
+    url: str
+    headers: Mapping[str, str]
+    content: bytes
+    timeout: httpx.Timeout
+    _httpx: httpx.Request | None = dataclasses.field(default=None, init=False, repr=False)
 
     def within(self, seconds: float) -> Request:
         """The same request with every timeout cut to at most ``seconds`` (a deadline's time left)."""

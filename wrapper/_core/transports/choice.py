@@ -1,13 +1,15 @@
 """An async client's choice of transport, made in one place (``AsyncTransports.pick``) on every call:
 the user's ``http_client`` if given; else httpx when a proxy is configured or something watches httpx
-(a mock, a tracer: ``network.httpx_is_watched``); else aiohttp, which is several times faster under
+(a mock, a tracer: ``httpx_is_watched``); else aiohttp, which is several times faster under
 concurrency. The client's own pools are opened per event loop (``loop_pools``).
 """
 
 from __future__ import annotations
 
 import ssl
+import sys
 import threading
+import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -16,12 +18,45 @@ import httpx
 from .base import AsyncTransport, ClientClosedError
 from .httpx_transport import AsyncHttpxTransport
 from .loop_pools import PerLoop
-from .network import httpx_is_watched
 
 if TYPE_CHECKING:
     from .aiohttp_transport import AiohttpTransport
 
 __all__ = ["AsyncTransports"]
+
+
+_HOOKS = (
+    ("httpx", "AsyncHTTPTransport", "handle_async_request"),  # pytest-httpx
+    ("httpcore", "AsyncConnectionPool", "handle_async_request"),  # respx, OpenTelemetry
+    ("httpx", "AsyncClient", "_transport_for_url"),  # respx's other mocker
+    ("httpx", "AsyncClient", "send"),  # Sentry
+)
+"""The functions that HTTP mocks and httpx instrumentations replace to see requests."""
+_originals: dict[tuple[str, str, str], object] = {}
+
+
+def httpx_is_watched() -> bool:
+    """True when a mock or an instrumentation has replaced one of httpx's (or httpcore's) transport functions.
+
+    Each is compared with the original captured the first time its module was seen (httpx's at import);
+    a module not imported yet cannot have been patched, and is not imported here (httpcore is slow to).
+    """
+    for key in _HOOKS:
+        module = sys.modules.get(key[0])
+        if module is None:
+            continue
+        hook = getattr(getattr(module, key[1]), key[2])
+        original = _originals.get(key)
+        if original is None:
+            if type(hook) is not types.FunctionType or hook.__module__.partition(".")[0] != key[0]:
+                return True  # already replaced before we first looked
+            original = _originals.setdefault(key, hook)
+        if hook is not original:
+            return True
+    return False
+
+
+httpx_is_watched()  # capture httpx's own functions now, before a test tool can replace them
 
 
 class AsyncTransports:

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from .network import checked_limits, proxy_in_env, ssl_context
+from ..options import checked_limits
+from .environment import proxy_in_env, ssl_context
 from .sync_pool import CheckoutTransport
 
 __all__ = ["DefaultAsyncHttpxClient", "DefaultHttpxClient"]

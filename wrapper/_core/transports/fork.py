@@ -4,8 +4,9 @@ After ``os.fork()`` (gunicorn ``--preload``, Celery's prefork pool, ``multiproce
 start method) parent and child hold the same sockets: a child sending on an inherited keep-alive
 connection would read the parent's answer, and the parent the child's. So each pool the clients
 build registers here, and in a forked child ``os.register_at_fork`` calls its ``after_fork``, which
-forgets the connections it held; each pool also compares ``os.getpid()`` where it hands one out,
-for a fork that did not run the hooks.
+forgets the connections it held. A fork that did not run the hooks (``fork()`` called by C code that
+skips ``PyOS_AfterFork_Child``) is found by the child's first call, which compares ``pid`` with
+``os.getpid()`` (``ClientCore._build``) and runs them then (``missed``): the one check, per call.
 
 Nothing the child does may disturb the parent's connections. Closing a socket of the sync pools
 sends nothing while the parent still holds it (no FIN, and Python sends no TLS close_notify on
@@ -22,7 +23,7 @@ import threading
 import weakref
 from typing import Protocol
 
-__all__ = ["ForkAware", "abandon", "register", "release"]
+__all__ = ["ForkAware", "abandon", "missed", "pid", "register", "release"]
 
 
 class _Closable(Protocol):
@@ -35,6 +36,8 @@ class ForkAware(Protocol):
         ...
 
 
+pid = os.getpid()
+"""The process the registered pools belong to."""
 _registered: weakref.WeakSet[ForkAware] = weakref.WeakSet()
 _abandoned: list[object] = []
 """What a child inherited and must neither use nor close: kept, so collecting it closes nothing either."""
@@ -67,13 +70,22 @@ def _before() -> None:
 
 
 def _in_child() -> None:
-    global _alone
+    global _alone, pid
+    pid = os.getpid()
     _alone = _threads_at_fork == 1
     try:
         for pool in list(_registered):
             pool.after_fork()
     finally:
         _alone = False
+
+
+def missed() -> None:
+    """In a child whose fork ran no hooks: run them now (what the parent's threads held is not known:
+    what was inherited is abandoned, never closed)."""
+    global _threads_at_fork
+    _threads_at_fork = 0
+    _in_child()
 
 
 os.register_at_fork(before=_before, after_in_child=_in_child)

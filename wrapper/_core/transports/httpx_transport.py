@@ -5,7 +5,6 @@ httpx's own transport, auth, event hooks and default headers apply.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
 import httpx
@@ -46,7 +45,6 @@ class HttpxTransport:
     def __init__(self, client: httpx.Client, own: Callable[[], httpx.Client] | None = None) -> None:
         self.client = client
         self._own = own
-        self._pid = os.getpid()
         if own is not None:
             fork.register(self)
 
@@ -54,19 +52,13 @@ class HttpxTransport:
         if self._own is not None and not self.client.is_closed:
             inherited, self.client = self.client, self._own()
             fork.release(inherited)
-        self._pid = os.getpid()  # last: should building fail, the next call tries again
-
-    def _client(self) -> httpx.Client:
-        if self._pid != os.getpid():  # forked without running the fork hooks
-            self.after_fork()
-        return self.client
 
     def send(self, request: Request) -> Reply:
-        client = self._client()
+        client = self.client
         return _reply(client.send(_built(client, request), follow_redirects=False))
 
     def stream(self, request: Request, idle: float | None) -> httpx.Response:
-        client = self._client()
+        client = self.client
         return _idle(client.send(_built(client, request), stream=True, follow_redirects=False), idle)
 
     def close(self) -> None:

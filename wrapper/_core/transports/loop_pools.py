@@ -43,26 +43,19 @@ class PerLoop(Generic[P]):
         self._factory = factory
         self._lock = threading.Lock()  # loops in several threads may ask at once
         self._pools: dict[asyncio.AbstractEventLoop, tuple[P, AsyncGenerator[None, None]]] = {}
-        self._pid = os.getpid()
         fork.register(self)
 
     def after_fork(self) -> None:
         """In a forked child: abandon the parent's pools (see the module)."""
-        self._pid = os.getpid()
         self._lock = threading.Lock()  # a thread of the parent may have held it at the fork
         fork.abandon(self._pools)
         self._pools = {}
-
-    def _entries(self) -> dict[asyncio.AbstractEventLoop, tuple[P, AsyncGenerator[None, None]]]:
-        if self._pid != os.getpid():  # forked without running the fork hooks
-            self.after_fork()
-        return self._pools
 
     def ready(self) -> P | None:
         """The running loop's pool if it is open already (no waiting), else None."""
         import asyncio
 
-        entry = self._entries().get(asyncio.get_running_loop())
+        entry = self._pools.get(asyncio.get_running_loop())
         return None if entry is None else entry[0]
 
     async def get(self) -> P:
@@ -70,7 +63,7 @@ class PerLoop(Generic[P]):
         import asyncio  # here: `import wrapper.scale` does not import asyncio
 
         loop = asyncio.get_running_loop()
-        entry = self._entries().get(loop)
+        entry = self._pools.get(loop)
         if entry is not None:
             return entry[0]
         pool = self._factory()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import ipaddress
-import os
 import socket
 import threading
 import time
@@ -51,12 +50,11 @@ class CheckoutTransport(httpx.BaseTransport):
         self._busy = 0
         self._closed = False
         self._changed = threading.Condition()
-        self._pid = os.getpid()
         fork.register(self)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         transport = self._take(request.extensions.get("timeout", {}).get("pool"))
-        pid = self._pid
+        pid = fork.pid  # the process it was taken in
         try:
             response = transport.handle_request(request)
         except BaseException:
@@ -69,7 +67,6 @@ class CheckoutTransport(httpx.BaseTransport):
     def after_fork(self) -> None:
         """In a forked child: close the parent's idle connections (a plain close sends nothing while
         the parent holds the socket) and forget its busy ones."""
-        self._pid = os.getpid()
         self._changed = threading.Condition()  # a thread of the parent may have held it at the fork
         self._busy = 0
         idle, self._idle = self._idle, []
@@ -86,8 +83,6 @@ class CheckoutTransport(httpx.BaseTransport):
             transport.close()
 
     def _take(self, timeout: float | None) -> httpx.HTTPTransport:
-        if self._pid != os.getpid():  # forked without running the fork hooks
-            self.after_fork()
         with self._changed:
             limit = self._max_busy
             if limit is not None and not self._changed.wait_for(
@@ -105,7 +100,7 @@ class CheckoutTransport(httpx.BaseTransport):
 
     def _give_back(self, transport: httpx.HTTPTransport, pid: int) -> None:
         with self._changed:
-            keep = pid == self._pid  # else taken by the parent before a fork: closed, never kept
+            keep = pid == fork.pid  # else taken by the parent before a fork: closed, never kept
             if keep:
                 self._busy -= 1
                 self._changed.notify()

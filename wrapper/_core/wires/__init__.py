@@ -13,8 +13,7 @@ if TYPE_CHECKING:
 
     from wrapper._generated.exceptions import APIStatusError
 
-    from ..headers import ResponseHeaders
-    from ..results import Completion, CompletionChunk
+    from ..results import Completion, CompletionChunk, ResponseHeaders
 
 __all__ = ["StreamingWire", "Wire"]
 

@@ -7,9 +7,17 @@ from typing import Any, cast
 
 import httpx
 
-from wrapper._core.error_mapping import Malformed, body_of, parse_model, status_class, status_error
+from wrapper._core.error_mapping import Malformed, body_of, status_class, status_error
 from wrapper._core.results import Completion, ResponseHeaders
-from wrapper._core.validate import WireBody, body_fields, check_params, path_segment, prompt_rule, rules
+from wrapper._core.validate import (
+    WireBody,
+    body_fields,
+    check_params,
+    parse_model,
+    path_segment,
+    prompt_rule,
+    rules,
+)
 from wrapper._generated.exceptions import with_status_class
 from wrapper._generated.gradient.api.models import complete_model
 from wrapper._generated.gradient.exceptions import ERRORS

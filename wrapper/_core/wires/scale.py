@@ -9,9 +9,18 @@ from typing import Any, TypeVar, cast
 import httpx
 from httpx_sse import ServerSentEvent
 
-from wrapper._core.error_mapping import Malformed, body_of, json_object, model, status_error, status_message
+from wrapper._core.error_mapping import Malformed, body_of, status_error, status_message
 from wrapper._core.results import Completion, CompletionChunk, Deferred, ResponseHeaders, TokenLogprob
-from wrapper._core.validate import WireBody, body_fields, check_params, path_segment, prompt_rule, rules
+from wrapper._core.validate import (
+    WireBody,
+    body_fields,
+    check_params,
+    json_object,
+    model,
+    path_segment,
+    prompt_rule,
+    rules,
+)
 from wrapper._generated.scale.api.models import create_completion
 from wrapper._generated.scale.models import CompletionRequestV2, CompletionResponse, HTTPValidationError
 from wrapper._generated.scale.params import KEYWORDS, PROMPT

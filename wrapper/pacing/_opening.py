@@ -11,7 +11,7 @@ They take for granted that a 429 comes back within a step, as it does from a ser
 farther away sees more requests before its first 429 comes back.
 
 After a step with more 429s than that, the rate falls to what got through in it, and the pacer's
-adaptation (``wrapper.batch._pacing``) measures the limit and cuts to it: that first cut ends the opening.
+adaptation (``wrapper.pacing._pacer``) measures the limit and cuts to it: that first cut ends the opening.
 The rate doubles only when the requests kept up with it (took half its slots): a rate they did not
 reach, a busy caller's, was not tried; and, once answers come, only up to twice what came back in the
 step, as TCP's window grows with its acknowledgements. When the answers fall behind (fewer than half

@@ -1,4 +1,4 @@
-"""Client-side rate limits for batches: requests and tokens per minute, paced evenly, slowed by 429s.
+"""Client-side rate limits: requests and tokens per minute, paced evenly, slowed by 429s.
 
 ``Pacer`` spaces requests with the generic cell rate algorithm (GCRA): each quantity (requests,
 tokens) has a theoretical arrival time that every request pushes ``cost / rate`` seconds further;
@@ -10,12 +10,13 @@ busy machine, a garbage collection) voids the slots booked after it, whose reque
 evenly from now. Otherwise every slot that went by meanwhile would go at once, a burst the GCRA
 never allows (a sync batch held up two seconds sent 35 requests at once into a server's limit).
 
-With no limit given, the pacer opens slowly and finds the rate the server takes (``wrapper.batch._opening``:
+With no limit given, the pacer opens slowly and finds the rate the server takes (``wrapper.pacing._opening``:
 slow start). Then, as below the limits given, it adapts (AIMD) to a limit the server keeps but did not
-announce. Every 429 pauses every request for its Retry-After: the slots booked before it are booked
-again after it, evenly, not in a burst. The rate is cut only when the server really refuses the
-pace: when 429s are at least ``SHARE`` of the answers since the last cut (and at least ``MIN_429S``
-of them), at most once per ``INTERVAL`` (or per Retry-After, if longer), and once what gets through
+announce. Every 429 pauses every request for its Retry-After (as the caller's retry policy cuts it):
+the slots booked before it are booked again after it, evenly, not in a burst. The rate is cut only
+when the server really refuses the pace: when 429s are at least ``SHARE`` of the answers since the
+last cut (and at least ``MIN_429S`` of them), at most once per ``INTERVAL`` (or per Retry-After, if
+longer), and once what gets through
 is measured: ``MIN_GOT`` successes since the first 429 (or ``WINDOW`` seconds), over all the time from
 that 429 to the one that cuts. A server that refuses has less than a request's budget left, so what
 gets through between two 429s is what its limit refilled in between, whatever the requests' pace;
@@ -43,17 +44,22 @@ import asyncio
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
-
-from wrapper import RetryPolicy
 
 from ._opening import Opening
 
-__all__ = ["BURST", "Limiter", "Pacer", "checked_limit", "estimate_tokens"]
+__all__ = [
+    "BURST",
+    "Limiter",
+    "Pacer",
+    "await_turn",
+    "checked_limit",
+    "estimate_tokens",
+    "used_tokens",
+    "wait_turn",
+]
 
-MAX_RETRY_AFTER = RetryPolicy().max_retry_after
-"""The longest Retry-After a pause waits, as the clients' retries wait it."""
 BURST = 0.25
 """Seconds of budget that may go at once."""
 BACKOFF = 0.8
@@ -79,18 +85,22 @@ WINDOW = 2.0
 
 
 class Limiter(Protocol):
-    """What paces a batch: the in-process ``Pacer``, or one shared by many processes (``wrapper.ray``)."""
+    r"""Where a limit is kept, and what paces an async batch by it: the in-process ``Pacer``, or a limit
+    shared by many processes (``wrapper.ray``'s leases; a store shared over the network next). Its
+    words are the pacer's: a request ``acquire``\ s its turn, ``settle``\ s its token count once its
+    answer reports it, and a 429 says the server ``throttled`` it."""
 
     async def acquire(self, cost: float) -> None:
         """Wait until a request of ``cost`` estimated tokens may go."""
         ...
 
-    async def settle(self, estimate: float, actual: float) -> None:
+    def settle(self, estimate: float, actual: float) -> None:
         """Correct a sent request's token count once its response reports the real one."""
         ...
 
-    async def throttled(self, retry_after: float | None) -> None:
-        """A request got 429 (after which the server asked for ``retry_after`` seconds, if it said)."""
+    def throttled(self, retry_after: float | None) -> None:
+        """A request got 429; the server asked for ``retry_after`` seconds (as the caller's retry policy
+        cuts it), if it said."""
         ...
 
 
@@ -193,11 +203,14 @@ class _Taken:
 
 
 class Pacer:
-    """Paces requests to ``requests_per_minute`` and ``tokens_per_minute`` (None: no limit), thread-safe.
+    r"""Paces requests to ``requests_per_minute`` and ``tokens_per_minute`` (None: no limit), thread-safe:
+    the ``Limiter`` that keeps its limit in this process.
 
-    Sync code waits each of ``turns`` in turn; async code awaits ``acquire``; ``reserve`` books one
-    firm slot (a lease's). With ``adaptive`` (the default) 429s lower the request rate below the
-    limits, and with no limit given the pacer opens slowly, as the module says.
+    A request waits for its turn: sync code waits each of ``turns`` in turn (``delay`` says how long it
+    would be, booking nothing), async code awaits ``acquire``; ``reserve`` books one firm slot (a
+    lease's). Its answer ``settle``\ s its token count, or says it was ``throttled`` (a 429). With
+    ``adaptive`` (the default) 429s lower the request rate below the limits, and with no limit given
+    the pacer opens slowly, as the module says.
     """
 
     def __init__(
@@ -326,7 +339,7 @@ class Pacer:
             for _ in range(count):
                 self._opening.answered(now, limited)
 
-    def correct(self, estimate: float, actual: float) -> None:
+    def settle(self, estimate: float, actual: float) -> None:
         """A request succeeded and used ``actual`` tokens where ``estimate`` was charged."""
         with self._lock:
             self._succeeded(self._clock(), 1)
@@ -339,11 +352,11 @@ class Pacer:
             self._taken.add(count)
         self._answered(now, count, limited=False)
 
-    def slow_down(self, retry_after: float | None) -> None:
+    def throttled(self, retry_after: float | None) -> None:
         """A 429: pause every request for ``retry_after`` seconds and (if adaptive) maybe cut the rate."""
         with self._lock:
             now = self._clock()
-            pause = 0.0 if retry_after is None else min(retry_after, MAX_RETRY_AFTER)
+            pause = 0.0 if retry_after is None else max(retry_after, 0.0)
             if now + pause > self._paused_until:
                 self._paused_until = now + pause
                 self._replan(now)
@@ -389,15 +402,45 @@ class Pacer:
             self._succeeded(now, succeeded)
 
     async def acquire(self, cost: float) -> None:
-        """``Limiter.acquire``: wait for a slot, as ``turns`` says."""
+        """Wait for a slot, as ``turns`` says."""
         for wait in self.turns(cost):
             if wait > 0:
                 await asyncio.sleep(wait)
 
-    async def settle(self, estimate: float, actual: float) -> None:
-        """``Limiter.settle``: ``correct``."""
-        self.correct(estimate, actual)
 
-    async def throttled(self, retry_after: float | None) -> None:
-        """``Limiter.throttled``: ``slow_down``."""
-        self.slow_down(retry_after)
+def used_tokens(completion: Any, estimate: int) -> int:
+    """The tokens a request used: its completion's prompt and response tokens, else ``estimate``."""
+    prompt, response = (
+        getattr(completion, "prompt_tokens", None),
+        getattr(completion, "response_tokens", None),
+    )
+    return estimate if prompt is None or response is None else prompt + response
+
+
+def wait_turn(
+    waits: Iterable[float], deadline: float | None, sleep: Callable[[float], object] = time.sleep
+) -> bool:
+    """Wait each of ``waits`` (a ``Pacer.turns``) with ``sleep``, no later than ``deadline`` (on
+    ``time.monotonic()``'s clock; None: none): a turn that would come after it is given up at it. True
+    when ``sleep`` returned true (a sync batch's: it ended meanwhile)."""
+    for wait in waits:
+        late = deadline is not None and time.monotonic() + wait >= deadline
+        if late:
+            wait = max(deadline - time.monotonic(), 0.0)  # type: ignore[operator]
+        if wait > 0 and sleep(wait):
+            return True
+        if late:
+            return False
+    return False
+
+
+async def await_turn(waits: Iterable[float], deadline: float | None) -> None:
+    """``wait_turn``, awaited."""
+    for wait in waits:
+        late = deadline is not None and time.monotonic() + wait >= deadline
+        if late:
+            wait = max(deadline - time.monotonic(), 0.0)  # type: ignore[operator]
+        if wait > 0:
+            await asyncio.sleep(wait)
+        if late:
+            return

@@ -24,9 +24,9 @@ __all__ = [
     "Clients",
     "api",
     "call_params",
-    "client_options",
     "generation_info",
     "sandbox_context",
+    "timeout_and_retries",
     "token_usage",
 ]
 
@@ -135,7 +135,7 @@ class Clients:
             return [self._built.pop(cls) for cls in taken]
 
 
-def client_options(timeout: float | None, max_retries: int | None) -> dict[str, Any]:
+def timeout_and_retries(timeout: float | None, max_retries: int | None) -> dict[str, Any]:
     """The clients' ``timeout``/``max_retries`` arguments, those given (the others: the client's default)."""
     options = {"timeout": timeout, "max_retries": max_retries}
     return {key: value for key, value in options.items() if value is not None}
