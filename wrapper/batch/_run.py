@@ -15,6 +15,8 @@ import asyncio
 import contextlib
 import contextvars
 import functools
+import hashlib
+import json
 import threading
 import time
 from collections.abc import (
@@ -186,7 +188,7 @@ def complete_with(
     """
     given = _unpaced(kwargs)
     _check_arguments(prompts, given["concurrency"])
-    batch = _Batch(_routed(complete), _Counted)
+    batch = _Batch(_routed(complete), _Counted, cached=True)
     return BatchIterator(_run(batch, _numbered(prompts, kwargs), given), batch.tally)
 
 
@@ -209,7 +211,7 @@ def acomplete_with(
     router's ``complete``), prompts from an iterable or an async iterable."""
     given = _unpaced(kwargs)
     _check_arguments(prompts, given["concurrency"])
-    batch = _Batch(_routed(complete), _Counted)
+    batch = _Batch(_routed(complete), _Counted, cached=True)
     return AsyncBatchIterator(_arun(batch, _jobs(prompts, kwargs), given), batch.tally)
 
 
@@ -232,14 +234,18 @@ def acomplete_jobs(
     if model is None:
         if limiter is not None or rpm is not None or tpm is not None:
             raise ValueError("a router paces each route to its own limits: pass no limit nor limiter")
-        batch = _Batch(_routed(cast("AsyncCompleter", client).complete), _Counted)
+        batch = _Batch(_routed(cast("AsyncCompleter", client).complete), _Counted, cached=True)
     else:
         if limiter is None:
             limiter = Pacer(rpm, tpm)
         elif rpm is not None or tpm is not None:
             raise ValueError("pass requests_per_minute/tokens_per_minute or a limiter, not both")
         options = cast("AsyncClient", client).options
-        batch = _Batch(_calls(client, model, options), functools.partial(_APaced, limiter, options.retry))
+        batch = _Batch(
+            _calls(client, model, options),
+            functools.partial(_APaced, limiter, options.retry),
+            cached=options.cache is not None,
+        )
     return AsyncBatchIterator(_arun(batch, jobs, given), batch.tally)
 
 
@@ -260,7 +266,11 @@ def _paced(
     params, options = client.options.split(kwargs)
     pacer = Pacer(given["requests_per_minute"], given["tokens_per_minute"])
     return (
-        _Batch(_calls(client, model, options), functools.partial(hooks, pacer, options.retry)),
+        _Batch(
+            _calls(client, model, options),
+            functools.partial(hooks, pacer, options.retry),
+            cached=options.cache is not None,
+        ),
         params,
         given,
     )
@@ -330,22 +340,39 @@ def _checked(job: Job) -> Job:
 class _Prompt:
     """One prompt's attempts so far, over every call made for it (a router makes one per route)."""
 
-    __slots__ = ("sent",)
+    __slots__ = ("cache_missed", "sent")
 
     def __init__(self) -> None:
         self.sent = 0
+        self.cache_missed = False
 
 
 class _Batch:
     """What a batch's prompts share: how one is sent, the hooks of its calls, the tally, and (for a sync
     batch) the event that ends it."""
 
-    def __init__(self, send: Send, hooks: Callable[[_Batch, _Prompt, CallInfo], CallHooks]) -> None:
+    def __init__(
+        self, send: Send, hooks: Callable[[_Batch, _Prompt, CallInfo], CallHooks], *, cached: bool
+    ) -> None:
         self.send = send
         self.hooks = hooks
         self.tally = Tally()
         self.stop = threading.Event()
         self.context = contextvars.copy_context()  # the caller's: its current span is each prompt's parent
+        self.samples: dict[bytes, int] | None = {} if cached else None
+
+    def numbered(self, job: Job) -> Job:
+        """``job``, with a response cache: the n-th identical prompt (same parameters) so far is the cache's
+        sample n (``cache_sample``), so that n identical prompts that sample are n samples, the same n on
+        a re-run. Numbered in input order, as the jobs are read; each distinct prompt costs a digest."""
+        if self.samples is None:
+            return job
+        index, prompt, params = job
+        text = json.dumps([prompt, params], sort_keys=True, default=repr, ensure_ascii=False)
+        digest = hashlib.blake2b(text.encode(), digest_size=16).digest()
+        sample = self.samples.get(digest, 0)
+        self.samples[digest] = sample + 1
+        return job if sample == 0 else (index, prompt, {**params, "cache_sample": sample})
 
     def complete(self, job: Job) -> Any:
         """A job's call (its completion, or an awaitable of it), with the batch's hooks."""
@@ -401,9 +428,23 @@ class _Counted(CallHooks):
             tally.add("rate_limited")
         return True
 
+    def answered(self, completion: Completion | None) -> None:
+        for tally in self.tallies:
+            tally.add("cache_hits")
+
     def finished(self, error: BaseException | None) -> None:
         if self.route is not None and isinstance(error, APIError):
             self.route.add("failed")
+        options = self.call.options
+        if (
+            self.prompt.sent
+            and options is not None
+            and options.cache is not None
+            and not self.prompt.cache_missed
+        ):
+            self.prompt.cache_missed = True  # once a prompt, whatever routes it went to
+            for tally in self.tallies:
+                tally.add("cache_misses")
 
 
 class _Paced(_Counted):
@@ -579,7 +620,7 @@ def _run(batch: _Batch, jobs: Iterable[Job], given: BatchOptions) -> Generator[B
     try:
         while True:
             while len(window) < concurrency and (job := next(pending_jobs, None)) is not None:
-                future = workers.submit(_checked(job))
+                future = workers.submit(batch.numbered(_checked(job)))
                 future.add_done_callback(finished.put)
                 window.add(future, job[0])
             if not window:
@@ -615,7 +656,7 @@ async def _arun(
                 job = await anext(jobs, None) if isinstance(jobs, AsyncGenerator) else next(jobs, None)
                 if job is None:
                     break
-                task = asyncio.create_task(_acomplete(batch, _checked(job)))
+                task = asyncio.create_task(_acomplete(batch, batch.numbered(_checked(job))))
                 task.add_done_callback(finished.put_nowait)
                 window.add(task, job[0])
             if not window:

@@ -28,8 +28,10 @@ class BatchStats:
     """What a batch has done so far: ``.stats`` on what ``complete_many`` returns.
 
     ``requests`` counts HTTP attempts (first tries and retries), ``rate_limited`` the 429s among
-    their answers; ``completed`` and ``failed`` count prompts. Token counts add up what the
-    responses reported. Latency is from sending an attempt to its answer, within 2.5%.
+    their answers; ``completed`` and ``failed`` count prompts. With a response cache, ``cache_hits``
+    counts the prompts it answered (no request sent) and ``cache_misses`` those it did not. Token
+    counts add up what the server's responses reported (a cache hit's are not counted: nothing was
+    spent). Latency is from sending an attempt to its answer, within 2.5%.
 
     A router's batch (``wrapper.router``) also has ``routes``: each route's own figures by its name,
     for the attempts it was sent (``failed``: its attempts that failed, whether the prompt was then
@@ -41,6 +43,8 @@ class BatchStats:
     failed: int = 0
     retries: int = 0
     rate_limited: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
     elapsed: float = 0.0
     prompt_tokens: int = 0
     response_tokens: int = 0
@@ -90,6 +94,8 @@ class Tally:
                 "failed",
                 "retries",
                 "rate_limited",
+                "cache_hits",
+                "cache_misses",
                 "prompt_tokens",
                 "response_tokens",
             ),
@@ -130,8 +136,9 @@ class Tally:
     def completed(self, completion: Completion) -> None:
         with self._lock:
             self._counts["completed"] += 1
-            self._counts["prompt_tokens"] += completion.prompt_tokens or 0
-            self._counts["response_tokens"] += completion.response_tokens or 0
+            if not completion.cached:
+                self._counts["prompt_tokens"] += completion.prompt_tokens or 0
+                self._counts["response_tokens"] += completion.response_tokens or 0
 
     def snapshot(self, elapsed: float | None = None) -> BatchStats:
         """The figures so far (a route's: over the ``elapsed`` seconds of its batch)."""

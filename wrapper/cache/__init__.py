@@ -12,6 +12,7 @@ empties one.
 from __future__ import annotations
 
 from ._cache import CacheError
+from ._hooks import cached_calls
 from ._key import FORMAT, request_key
 from ._open import open_store
 from ._redis import RedisStore
@@ -25,6 +26,7 @@ __all__ = [
     "SQLiteStore",
     "Store",
     "StoreStats",
+    "cached_calls",
     "open_store",
     "request_key",
 ]

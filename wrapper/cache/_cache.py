@@ -17,11 +17,14 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ._entry import CorruptEntry, Entry
 from ._flight import Flights
 from ._store import Store
+
+if TYPE_CHECKING:
+    from wrapper import Completion, CompletionChunk
 
 __all__ = ["RETRY_AFTER", "Cache", "CacheError", "cache_of"]
 
@@ -29,7 +32,6 @@ logger = logging.getLogger("wrapper.cache")
 
 RETRY_AFTER = 5.0
 """Seconds a failed store is left alone before it is tried again."""
-_THREADS = 4
 T = TypeVar("T")
 
 
@@ -73,6 +75,24 @@ class Cache:
             return
         self._working()
 
+    def read(self, entry: Entry, *, stream: bool) -> Completion | list[CompletionChunk] | None:
+        """What ``entry`` answers: a stream's chunks or a completion, each ``cached``; None (a warning, or
+        ``CacheError``) if it does not read back."""
+        try:
+            return entry.chunks() if stream else entry.completion()
+        except CorruptEntry as exc:
+            self._corrupt(exc)
+            return None
+
+    def put_soon(self, key: str, entry: Entry) -> None:
+        """``put``, off the event loop when called on one (without waiting for it): a stream's end."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            self.put(key, entry)
+        else:
+            self._executor_now().submit(self.put, key, entry)
+
     async def aget(self, key: str) -> Entry | None:
         """``get`` on the store's threads: the event loop runs on meanwhile."""
         if self._resting():
@@ -85,33 +105,41 @@ class Cache:
             return
         await self._off_loop(self.put, key, entry)
 
-    async def _off_loop(self, function: Callable[..., T], *args: object) -> T:
-        if self._executor_pid != os.getpid():  # none yet, or a parent's (its threads are not in a child)
+    def _executor_now(self) -> concurrent.futures.ThreadPoolExecutor:
+        """The store's thread (one: its calls run in the order they were made, a write before the reads
+        after it), made in each process (a parent's thread is not in a child)."""
+        if self._executor is None or self._executor_pid != os.getpid():
             with self._lock:
-                if self._executor_pid != os.getpid():
+                if self._executor is None or self._executor_pid != os.getpid():
                     self._executor = concurrent.futures.ThreadPoolExecutor(
-                        _THREADS, thread_name_prefix="wrapper-cache"
+                        1, thread_name_prefix="wrapper-cache"
                     )
                     self._executor_pid = os.getpid()
-        return await asyncio.get_running_loop().run_in_executor(self._executor, function, *args)
+        return self._executor
+
+    async def _off_loop(self, function: Callable[..., T], *args: object) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._executor_now(), function, *args)
 
     def _decoded(self, key: str, data: bytes) -> Entry | None:
         try:
             return Entry.decode(key, data)
         except CorruptEntry as exc:
-            if self.store.errors == "raise":
-                raise CacheError(
-                    f"an entry of the response cache at {self.store.location} is corrupt: {exc}"
-                ) from exc
-            with self._lock:
-                first, self._corrupt_seen = not self._corrupt_seen, True
-            (logger.warning if first else logger.debug)(
-                "an entry of the response cache at %s is corrupt (%s): the request goes to the server, "
-                "and its answer replaces the entry",
-                self.store.location,
-                exc,
-            )
+            self._corrupt(exc)
             return None
+
+    def _corrupt(self, exc: CorruptEntry) -> None:
+        if self.store.errors == "raise":
+            raise CacheError(
+                f"an entry of the response cache at {self.store.location} is corrupt: {exc}"
+            ) from exc
+        with self._lock:
+            first, self._corrupt_seen = not self._corrupt_seen, True
+        (logger.warning if first else logger.debug)(
+            "an entry of the response cache at %s is corrupt (%s): the request goes to the server, "
+            "and its answer replaces the entry",
+            self.store.location,
+            exc,
+        )
 
     def _resting(self) -> bool:
         return self._down_until > time.monotonic()

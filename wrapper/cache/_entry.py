@@ -38,22 +38,21 @@ class Entry:
 
     @classmethod
     def of_completion(cls, completion: Completion) -> Entry:
-        return cls("complete", (completion.to_dict(),))
+        return cls("complete", (_kept(completion),))
 
     def completion(self) -> Completion:
-        """The stored completion (a stream's chunks joined, if it is a stream's); ``CorruptEntry`` if it
-        does not read back."""
+        """The stored completion, ``cached`` (a stream's chunks joined, if it is a stream's);
+        ``CorruptEntry`` if it does not read back."""
         from wrapper import Completion
 
+        data = self.results[-1]
         if self.kind == "stream":
-            chunks = self.chunks()
-            last = chunks[-1]
-            data = {**last.to_dict(), "text": "".join(chunk.text for chunk in chunks)}
-            return _read(Completion, data)
-        return _read(Completion, self.results[0])
+            data = {**data, "text": "".join(_text(result) for result in self.results)}
+        return _read(Completion, data)
 
     def chunks(self) -> list[CompletionChunk]:
-        """The stored chunks, in order (a completion's: one); ``CorruptEntry`` if they do not read back."""
+        """The stored chunks, ``cached``, in order (a completion's: one); ``CorruptEntry`` if they do not
+        read back."""
         from wrapper import CompletionChunk
 
         return [_read(CompletionChunk, data) for data in self.results]
@@ -91,9 +90,21 @@ class Entry:
 R = TypeVar("R", "Completion", "CompletionChunk")
 
 
+def _kept(result: Completion | CompletionChunk) -> dict[str, Any]:
+    """A result as an entry keeps it: not a route's (a routed hit names its own) nor a hit."""
+    return {**result.to_dict(), "route": None, "cached": False}
+
+
+def _text(data: Mapping[str, Any]) -> str:
+    text = data.get("text")
+    if not isinstance(text, str):
+        raise CorruptEntry("a chunk has no text")
+    return text
+
+
 def _read(cls: type[R], data: Mapping[str, Any]) -> R:
     try:
-        return cls.from_dict(data)
+        return cls.from_dict({**data, "cached": True})
     except ValueError as exc:
         raise CorruptEntry(str(exc)) from None
 
@@ -106,13 +117,15 @@ class Recording:
     def __init__(self) -> None:
         self._chunks: list[CompletionChunk] = []
 
-    def add(self, chunk: CompletionChunk) -> CompletionChunk:
-        """Record ``chunk``; returns it, to record chunks as they are handed on."""
+    def add(self, chunk: CompletionChunk) -> None:
+        """Record ``chunk``."""
         self._chunks.append(chunk)
-        return chunk
+
+    def __bool__(self) -> bool:
+        return bool(self._chunks)
 
     def entry(self) -> Entry:
         """The finished stream's entry (its chunks' ``to_dict()``, built now, not while it streamed)."""
         if not self._chunks:
             raise ValueError("a stream with no chunk is not an answer to keep")
-        return Entry("stream", tuple(chunk.to_dict() for chunk in self._chunks))
+        return Entry("stream", tuple(_kept(chunk) for chunk in self._chunks))

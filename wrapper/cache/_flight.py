@@ -30,9 +30,17 @@ class Flight:
         self._entry: Entry | None = None
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
 
+    @property
+    def landed(self) -> bool:
+        """Whether the leader has landed it."""
+        return self._done.is_set()
+
     def land(self, entry: Entry | None) -> None:
-        """The leader's answer (None: none to share); wakes every waiter, sync or async."""
+        """The leader's answer (None: none to share); wakes every waiter, sync or async. Once: a later
+        call does nothing."""
         with self._flights._lock:
+            if self._done.is_set():
+                return
             if self._flights._under_way.get(self._key) is self:
                 del self._flights._under_way[self._key]
             self._entry = entry
