@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from helpers import some_value
+
 from wrapper import apis
 from wrapper.cache import request_key
 
@@ -26,24 +28,6 @@ def keywords(name: str) -> dict[str, dict[str, Any]]:
 def key(name: str, body: dict[str, Any], sample: int = 0, **changes: str) -> str:
     where = {"base_url": BASE[name], "model": "m", "url": BASE[name] + "/models/m/complete", **changes}
     return request_key(apis.get(name), where["base_url"], where["model"], where["url"], body, sample)
-
-
-def some_value(schema: dict[str, Any]) -> Any:
-    """A value the schema allows, other than its server default."""
-    if "enum" in schema:
-        return schema["enum"][-1]
-    kind = schema.get("type")
-    if kind == "boolean":
-        return not schema.get("default", False)
-    if kind in ("integer", "number"):
-        return 1 if kind == "integer" else 0.5
-    if kind == "array":
-        return [some_value(schema.get("items", {"type": "string"}))] * max(1, schema.get("minItems", 1))
-    if kind == "object":
-        return {
-            name: some_value(sub) for name, sub in schema.get("properties", {"k": {"type": "string"}}).items()
-        }
-    return "x" * max(1, schema.get("minLength", 1))
 
 
 @pytest.mark.parametrize("name", apis.NAMES)

@@ -66,6 +66,10 @@ class _CompletionsLLM(BaseLLM):
     """Seconds each attempt may take (None: the client's default)."""
     max_retries: int | None = None
     """How many times the client retries a failed request (None: the client's default)."""
+    cache: Any = None
+    """A response cache (``wrapper.cache``): an SQLite file's path, a ``redis://`` URL or a store; a hit
+    answers with no request, and the callbacks fire as on a miss (None: no cache). LangChain's own
+    ``set_llm_cache`` is another cache, keyed on the prompt and this model's parameters."""
 
     model_config = ConfigDict(populate_by_name=True, arbitrary_types_allowed=True, extra="forbid")
 
@@ -109,7 +113,7 @@ class _CompletionsLLM(BaseLLM):
         raise NotImplementedError
 
     def _options(self) -> dict[str, Any]:
-        return shared.timeout_and_retries(self.timeout, self.max_retries)
+        return shared.options_given(self.timeout, self.max_retries, self.cache)
 
     @property
     def _client(self) -> Scale | Gradient:

@@ -140,7 +140,9 @@ def _command(prog: str, argv: list[str], args: argparse.Namespace) -> str:
 def _client(args: argparse.Namespace, *, asynchronous: bool) -> Any:
     """The provider's client (async for a batch) from the flags given, the rest from its env vars."""
     options = {keyword: getattr(args, keyword) for _, keyword, _ in credentials(args.provider)}
-    options.update(base_url=args.base_url, timeout=args.timeout, max_retries=args.max_retries)
+    options.update(
+        base_url=args.base_url, timeout=args.timeout, max_retries=args.max_retries, cache=args.cache
+    )
     options = {name: value for name, value in options.items() if value is not None}
     return _api.get(args.provider).clients()[1 if asynchronous else 0](**options)
 
@@ -149,7 +151,7 @@ def _router(args: argparse.Namespace) -> Any:
     """The async router over the routes of the file given, each client with the flags' timeout and retries."""
     from wrapper.router import AsyncRouter
 
-    options = {"timeout": args.timeout, "max_retries": args.max_retries}
+    options = {"timeout": args.timeout, "max_retries": args.max_retries, "cache": args.cache}
     return AsyncRouter(load_routes(args.model, {k: v for k, v in options.items() if v is not None}))
 
 

@@ -35,14 +35,15 @@ _REFUSED = (401, 403, 404)
 
 
 def result_fields(completion: Completion) -> dict[str, Any]:
-    """A completion as the fields of an output line (``route``: the route that served it, in a batch over
-    routes)."""
+    """A completion as the fields of an output line (``cached``: whether a response cache gave it;
+    ``route``: the route that served it, in a batch over routes)."""
     return {
         "text": completion.text,
         "finish_reason": completion.finish_reason,
         "prompt_tokens": completion.prompt_tokens,
         "response_tokens": completion.response_tokens,
         "request_id": _request_id(completion),
+        "cached": completion.cached,
         **({} if completion.route is None else {"route": completion.route}),
     }
 

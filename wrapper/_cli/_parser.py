@@ -95,6 +95,7 @@ def _routes_parser(providers: Any) -> None:
     group.add_argument(
         "--max-retries", type=_natural, metavar="N", help="passes over the routes after the first (2)"
     )
+    group.add_argument("--cache", metavar="PATH|URL", help=CACHE_HELP + " (for every route)")
     params = sub.add_argument_group("generation parameters (defaults for every line)")
     params.add_argument(
         "--max-tokens", type=_integer, metavar="N", help="tokens to generate at most, on every API"
@@ -220,6 +221,13 @@ def _client_args(parser: argparse.ArgumentParser, provider: str) -> None:
         group.add_argument(flag, dest=keyword, metavar=keyword.upper(), help=f"(${env})")
     group.add_argument("--timeout", type=float, metavar="SECONDS", help="per request")
     group.add_argument("--max-retries", type=_natural, metavar="N", help="retries per prompt (2)")
+    group.add_argument("--cache", metavar="PATH|URL", help=CACHE_HELP)
+
+
+CACHE_HELP = (
+    "a response cache: answers kept in this SQLite file (or the Redis at this redis:// URL) are not "
+    "paid for again; what is sent is kept there"
+)
 
 
 def _param_args(parser: argparse.ArgumentParser, provider: str) -> None:

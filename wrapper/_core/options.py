@@ -299,8 +299,9 @@ def _cache(value: object) -> object:
         return value
     if callable(getattr(value, "load", None)) and callable(getattr(value, "save", None)):
         return value  # a store (wrapper.cache.Store, or one of its kind)
-    raise ValueError(
-        f"cache must be a path (an SQLite file), a redis:// URL or a store from wrapper.cache; got {value!r}"
+    raise ValueError(  # the value is not shown: a Redis URL may hold a password
+        "cache must be a string or a path (an SQLite file's path, a redis:// URL) or a store from "
+        f"wrapper.cache; got {type(value).__name__}"
     )
 
 

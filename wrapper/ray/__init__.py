@@ -97,7 +97,8 @@ def complete_dataset(
     ``requests_per_minute``/``tokens_per_minute`` hold for all of them together, paced evenly, and
     429s slow them down together (with or without a limit), as ``complete_many`` does in one process.
     ``client_options`` are the client's constructor arguments (credentials, ``base_url``,
-    ``timeout``, ``max_retries``); those left out come from the driver's environment. They reach
+    ``timeout``, ``max_retries``, ``cache``: a ``redis://`` URL shares one response cache among the
+    workers); those left out come from the driver's environment. They reach
     the workers wrapped, so Ray never prints them. ``on_error="raise"`` fails the job on the first
     failed prompt. ``params`` go to every ``complete`` call (``max_tokens=64``, ...).
     """
