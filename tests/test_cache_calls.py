@@ -7,6 +7,7 @@ Each test counts the requests that reached the sandbox (``Sandbox.stats()``), re
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import logging
 import subprocess
@@ -22,7 +23,13 @@ from redis_server import RedisServer
 
 from wrapper import apis
 from wrapper.cache import RedisStore, SQLiteStore
-from wrapper.errors import APIConnectionError, ContentFlaggedError, InternalServerError, RateLimitError
+from wrapper.errors import (
+    APIConnectionError,
+    APIError,
+    ContentFlaggedError,
+    InternalServerError,
+    RateLimitError,
+)
 from wrapper.gradient import AsyncGradient, Gradient
 from wrapper.sandbox import Sandbox
 from wrapper.scale import AsyncScale, Scale
@@ -126,17 +133,13 @@ def test_changing_any_parameter_of_the_spec_is_a_miss(sandbox: Sandbox, cache_fi
         assert sent(sandbox) == 1
         for keyword, data in keywords.items():
             before = sent(sandbox)
-            try:
+            with contextlib.suppress(APIError):  # the sandbox may refuse a value (an unknown RAG collection)
                 c.complete(MODELS[api], "Alice was", **{**base, keyword: some_value(data["schema"])})
-            except Exception:  # the sandbox may refuse a value (an unknown RAG collection): still a miss
-                pass
             assert sent(sandbox) == before + 1, keyword
         for extra in ({"extra_body": {"a_field_of_a_later_release": 1}}, {"extra_query": {"version": "2"}}):
             before = sent(sandbox)
-            try:  # the sandbox refuses a field its spec does not have: still a miss
+            with contextlib.suppress(APIError):  # the sandbox refuses a field its spec does not have
                 c.complete(MODELS[api], "Alice was", **base, **extra)
-            except Exception:
-                pass
             assert sent(sandbox) == before + 1, extra
 
 
