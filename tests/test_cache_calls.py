@@ -382,3 +382,27 @@ async def test_a_redis_killed_mid_batch_loses_no_result_and_gives_no_wrong_one(
     assert [r.completion.text for r in got] == expected
     assert len(caplog.records) == 1
     assert "could not" in caplog.records[0].getMessage()
+
+
+# --- the router -------------------------------------------------------------------------------------------
+
+
+def test_a_router_reads_and_writes_each_routes_entries(sandbox: Sandbox, cache_file: Path) -> None:
+    from wrapper.router import Route, Router
+
+    with Router([Route(client(sandbox, "scale"), SCALE_MODEL, name="us")]) as plain:
+        router = plain.with_options(cache=str(cache_file))
+        first = router.complete("Alice was", max_tokens=6)
+        again = router.complete("Alice was", max_tokens=6)
+        streamed = list(router.stream("The Queen", max_tokens=6))
+        replayed = list(router.stream("The Queen", max_tokens=6))
+        batch = router.complete_many(["Alice was", "The Queen"], ordered=True, max_tokens=6)
+        results = list(batch)
+    assert sent(sandbox) == 3  # the first complete, the first stream, and the batch's "The Queen"
+    assert (again.text, again.cached, again.route) == (first.text, True, "us")
+    assert [c.text for c in replayed] == [c.text for c in streamed]
+    assert all(c.cached and c.route == "us" for c in replayed)
+    assert [r.completion.cached for r in results] == [True, False]
+    assert (batch.stats.cache_hits, batch.stats.cache_misses) == (1, 1)
+    with client(sandbox, "scale", cache=cache_file) as c:  # a route's entry is the client's own
+        assert c.complete(SCALE_MODEL, "Alice was", max_tokens=6).cached
