@@ -9,7 +9,6 @@ import importlib
 from typing import Any
 
 import pytest
-
 from helpers import some_value
 
 from wrapper import apis

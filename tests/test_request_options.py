@@ -113,7 +113,7 @@ def test_an_unknown_option_and_a_bad_retry_policy_are_refused() -> None:
     client = scale("sync", "https://scale.test")
     with pytest.raises(
         ValueError,
-        match="unknown option 'tiemout'; the options are cache, cache_read, .*, deadline, extra_body",
+        match=r"unknown option 'tiemout'; the options are cache, cache_read, .*, deadline, extra_body",
     ):
         client.with_options(tiemout=1)  # type: ignore[call-arg]
     with pytest.raises(ValueError, match=r"retry: max_backoff \(1\) must not be below initial_backoff \(2\)"):

@@ -566,7 +566,8 @@ async def test_a_cache_hit_is_marked_on_its_span(
             await closed
     miss, hit = telemetry.finished()
     assert CACHE_HIT not in (miss.attributes or {})
-    assert hit.attributes is not None and hit.attributes[CACHE_HIT] is True
+    assert hit.attributes is not None
+    assert hit.attributes[CACHE_HIT] is True
     assert (
         hit.attributes[gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS]
         == miss.attributes[gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS]

@@ -25,8 +25,8 @@ __all__ = [
     "api",
     "call_params",
     "generation_info",
-    "sandbox_context",
     "options_given",
+    "sandbox_context",
     "token_usage",
 ]
 
