@@ -14,6 +14,8 @@ from ._store import Store
 __all__ = ["open_store"]
 
 _opened: dict[tuple[str, str], Store] = {}
+_named: dict[str | os.PathLike[str], Store] = {}
+"""Each path or URL as given, with its store (a relative path: as resolved the first time it was named)."""
 _lock = threading.Lock()
 
 
@@ -24,6 +26,8 @@ def open_store(cache: str | os.PathLike[str] | Store, *, create: bool = True) ->
     each time in a process, so every client naming it shares its state."""
     if isinstance(cache, Store):
         return cache
+    if isinstance(cache, str | os.PathLike) and (named := _named.get(cache)) is not None:
+        return named  # every call of a client names its cache: the usual case, one look-up
     if isinstance(cache, str) and urlsplit(cache).scheme in SCHEMES:
         where = ("redis", cache)
     elif isinstance(cache, str | os.PathLike) and str(cache):
@@ -39,4 +43,5 @@ def open_store(cache: str | os.PathLike[str] | Store, *, create: bool = True) ->
         store = _opened.get(where)
         if store is None:
             store = _opened[where] = RedisStore(where[1]) if where[0] == "redis" else SQLiteStore(where[1])
+        _named[cache] = store
     return store
