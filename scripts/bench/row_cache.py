@@ -109,41 +109,28 @@ def _store_rows(label: str, url: str, make: Callable[[str], Store], sizes: Sizes
     cached = Scale(**settings, cache=make("hits"))
     missing = Scale(**settings, cache=make("misses"))
     with plain, cached, missing:
+
+        def same(client: Scale) -> Callable[[int], Any]:
+            return lambda _: client.complete(MODEL, PROMPT, max_tokens=MAX_TOKENS)
+
+        def each(client: Scale) -> Callable[[int], Any]:
+            return lambda i: client.complete(MODEL, f"{PROMPT} {i}", max_tokens=MAX_TOKENS)
+
         cached.complete(MODEL, PROMPT, max_tokens=MAX_TOKENS)  # the entry every hit reads
         for client in (plain, cached):  # connect, fill caches
-            _per_call(
-                max(requests // 10, 1),
-                lambda _: client.complete(MODEL, PROMPT, max_tokens=MAX_TOKENS),
-                time.perf_counter,
-            )()
+            _per_call(max(requests // 10, 1), same(client), time.perf_counter)()
         hits = interleaved(
             sizes.runs,
             {
-                "hit": _per_call(
-                    requests,
-                    lambda _: cached.complete(MODEL, PROMPT, max_tokens=MAX_TOKENS),
-                    time.perf_counter,
-                ),
-                "sent": _per_call(
-                    requests,
-                    lambda _: plain.complete(MODEL, PROMPT, max_tokens=MAX_TOKENS),
-                    time.perf_counter,
-                ),
+                "hit": _per_call(requests, same(cached), time.perf_counter),
+                "sent": _per_call(requests, same(plain), time.perf_counter),
             },
         )
         misses = interleaved(
             sizes.runs,
             {
-                "miss": _per_call(
-                    requests,
-                    lambda i: missing.complete(MODEL, f"{PROMPT} {i}", max_tokens=MAX_TOKENS),
-                    time.process_time,
-                ),
-                "sent": _per_call(
-                    requests,
-                    lambda i: plain.complete(MODEL, f"{PROMPT} {i}", max_tokens=MAX_TOKENS),
-                    time.process_time,
-                ),
+                "miss": _per_call(requests, each(missing), time.process_time),
+                "sent": _per_call(requests, each(plain), time.process_time),
             },
         )
     return [
