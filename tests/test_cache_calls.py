@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import json
 import logging
 import subprocess
 import sys
@@ -406,3 +407,17 @@ def test_a_router_reads_and_writes_each_routes_entries(sandbox: Sandbox, cache_f
     assert (batch.stats.cache_hits, batch.stats.cache_misses) == (1, 1)
     with client(sandbox, "scale", cache=cache_file) as c:  # a route's entry is the client's own
         assert c.complete(SCALE_MODEL, "Alice was", max_tokens=6).cached
+
+
+def test_the_command_line_completes_from_the_cache(
+    sandbox: Sandbox, cache_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from wrapper._cli import main
+
+    command = ["complete", "scale", SCALE_MODEL, "Alice was", "--base-url", sandbox.scale_base_url]
+    command += ["--api-key", "k", "--max-tokens", "6", "--cache", str(cache_file), "--json"]
+    assert main(command) == 0
+    assert main(command) == 0
+    first, again = (json.loads(line) for line in capsys.readouterr().out.splitlines())
+    assert (first["cached"], again["cached"], again["text"]) == (False, True, first["text"])
+    assert sent(sandbox) == 1
