@@ -66,13 +66,9 @@ class _Cached(CallHooks):
         if not self._keyed(url, body):
             return None
         while True:
-            entry = self.cache.get(self.key)
-            if entry is not None and (answer := self._answer(entry)) is not None:
+            answer, flight = self._found(self.cache.get(self.key))
+            if flight is None:
                 return answer
-            flight, leads = self.cache.flights.claim(self.key)
-            if leads:
-                self.flight = flight
-                return None
             landed = flight.wait(self._left())
             if landed is not None and (answer := self._answer(landed)) is not None:
                 return answer
@@ -85,13 +81,9 @@ class _Cached(CallHooks):
         if not self._keyed(url, body):
             return None
         while True:
-            entry = await self.cache.aget(self.key)
-            if entry is not None and (answer := self._answer(entry)) is not None:
+            answer, flight = self._found(await self.cache.aget(self.key))
+            if flight is None:
                 return answer
-            flight, leads = self.cache.flights.claim(self.key)
-            if leads:
-                self.flight = flight
-                return None
             try:
                 async with asyncio.timeout(self._left()):
                     landed = await flight.await_entry()
@@ -99,6 +91,17 @@ class _Cached(CallHooks):
                 return None  # the deadline came first: send it alone
             if landed is not None and (answer := self._answer(landed)) is not None:
                 return answer
+
+    def _found(self, entry: Entry | None) -> tuple[Completion | list[CompletionChunk] | None, Flight | None]:
+        """The answer in a stored ``entry``; else the flight of an identical call to wait for, or (None,
+        None) when this call leads one (it sends, and lands it when it is over)."""
+        if entry is not None and (answer := self._answer(entry)) is not None:
+            return answer, None
+        flight, leads = self.cache.flights.claim(self.key)
+        if leads:
+            self.flight = flight
+            return None, None
+        return None, flight
 
     def _answer(self, entry: Entry) -> Completion | list[CompletionChunk] | None:
         return self.cache.read(entry, stream=self.call.stream)
