@@ -421,3 +421,16 @@ def test_the_command_line_completes_from_the_cache(
     first, again = (json.loads(line) for line in capsys.readouterr().out.splitlines())
     assert (first["cached"], again["cached"], again["text"]) == (False, True, first["text"])
     assert sent(sandbox) == 1
+
+
+async def test_a_raw_response_call_neither_reads_nor_writes(sandbox: Sandbox, cache_file: Path) -> None:
+    with client(sandbox, "scale", cache=cache_file) as c:
+        raw = c.with_raw_response.complete(SCALE_MODEL, "Alice was", max_tokens=6)
+        assert raw.http_response.status_code == 200
+        assert not c.complete(SCALE_MODEL, "Alice was", max_tokens=6).cached  # the raw call kept nothing
+        assert c.with_raw_response.complete(SCALE_MODEL, "Alice was", max_tokens=6).parse().cached is False
+    async with client(sandbox, "scale", asynchronous=True, cache=cache_file) as ac:
+        await ac.with_raw_response.complete(SCALE_MODEL, "The Queen", max_tokens=6)
+        assert not (await ac.complete(SCALE_MODEL, "The Queen", max_tokens=6)).cached
+    assert sent(sandbox) == 5
+    assert SQLiteStore(cache_file).stats().entries == 2

@@ -6,7 +6,8 @@ instead of sending its own, or else sends its request and stores the answer: a c
 is parsed, a stream once it has ended complete. Errors, a stream cut, failed or closed early, and
 what failed the wire's checks never reach ``succeeded`` or a clean ``finished``, so they are never
 stored. ``cache_read=False`` sends even on a hit (and replaces the entry), ``cache_write=False``
-stores nothing; ``cache_sample`` is the sample index of a request that samples.
+stores nothing; ``cache_sample`` is the sample index of a request that samples. A call made through
+``with_raw_response`` neither reads nor writes it: a cache has no HTTP response to give back.
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ class _Cached(CallHooks):
             self._keep(Entry.of_completion(completion), self.cache.put)
 
     async def asucceeded(self, completion: Completion | None) -> None:
-        if completion is not None:
+        if completion is not None and self.key:
             entry = Entry.of_completion(completion)
             if self.call.options.cache_write:
                 await self.cache.aput(self.key, entry)
@@ -130,6 +131,8 @@ class _Cached(CallHooks):
         self._land(None)  # a failure (or an answer already landed): waiters send their own
 
     def _keep(self, entry: Entry, put: Any) -> None:
+        if not self.key:  # never asked (``with_raw_response``, which a cache cannot answer): not kept
+            return
         if self.call.options.cache_write:
             put(self.key, entry)
         self._land(entry)
