@@ -44,6 +44,17 @@ TEST_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
 NO_SUCH_NAME = "zz_no_spec_has_this_name"  # an unknown keyword, key or field in any spec
 
 
+def result_schema() -> dict[str, Any]:
+    """The JSON Schema of a result line, as docs/batches.md publishes it: the first ``json`` block of its
+    "The results format" section."""
+    page = (ROOT / "docs" / "batches.md").read_text(encoding="utf-8")
+    section = page.split("\n## The results format\n", 1)[1]
+    block = re.search(r"^```json\n(.*?)^```$", section, re.MULTILINE | re.DOTALL)
+    assert block is not None, "docs/batches.md's results format has no JSON Schema"
+    schema: dict[str, Any] = json.loads(block[1])
+    return schema
+
+
 def tracked_copy(dest: Path, *, symlinks: bool = True) -> Path:
     """The checkout's tracked files copied into ``dest``, as ``git clone`` gives them: a symlink stays one,
     or with ``symlinks=False`` is a small file holding its target, as where Git's ``core.symlinks`` is off

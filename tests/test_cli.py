@@ -24,6 +24,7 @@ from helpers import ECHOES, ESCAPED_CREDENTIALS, LocalServer, echo_secret_reply,
 from sandbox_fixtures import _no_faults_left, counted_sandbox, recording_sandbox  # noqa: F401
 
 from wrapper._cli import _batch_command, main
+from wrapper.batch import read_results
 from wrapper.batch._run import acomplete_jobs
 from wrapper.sandbox import Sandbox
 
@@ -56,7 +57,7 @@ def _write_inputs(path: Path, n: int) -> None:
 
 
 def _results(path: Path) -> list[dict[str, object]]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return list(read_results(str(path)))
 
 
 @pytest.mark.serial  # killed while it runs
@@ -71,13 +72,13 @@ def test_a_batch_killed_mid_way_resumes_with_nothing_lost_repeated_or_half_writt
         [*command, *_scale_flags(counted_sandbox), "--concurrency", "4"], env=_env()
     ) as first:
         deadline = time.monotonic() + 30
-        while (not output.exists() or output.read_bytes().count(b"\n") < 40) and time.monotonic() < deadline:
+        while (not output.exists() or output.read_bytes().count(b"\n") < 41) and time.monotonic() < deadline:
             time.sleep(0.01)
         first.send_signal(signal.SIGKILL)
     assert first.returncode == -signal.SIGKILL
     before = output.read_bytes()
     kept = before[: before.rfind(b"\n") + 1]
-    written = kept.count(b"\n")
+    written = kept.count(b"\n") - 1  # the results, after the run's record
     assert 40 <= written < 300
     with output.open("ab") as f:
         f.write(b'{"index": 299, "text": "half a li')  # as if a write had been cut short
@@ -89,7 +90,7 @@ def test_a_batch_killed_mid_way_resumes_with_nothing_lost_repeated_or_half_writt
     assert after.startswith(kept)  # what the killed run wrote is all still there
     indices = [r["index"] for r in _results(output)]
     assert sorted(indices) == list(range(300))  # one line per input, no duplicate
-    assert all("text" in r for r in _results(output))
+    assert all(r["error"] is None for r in _results(output))
     assert f"{300 - written} done, 0 failed, {written} skipped" in second.stderr
 
 
@@ -135,9 +136,23 @@ def test_bad_lines_are_reported_written_and_counted_as_failures(
     assert "2 done, 6 failed, 0 skipped" in err
     assert counted_sandbox.stats().requests == 2
 
-    code = main(["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(counted_sandbox)])
+    code = main(
+        [
+            "batch",
+            "scale",
+            MODEL,
+            str(inputs),
+            "-o",
+            str(output),
+            "--max-tokens",
+            "8",
+            *_scale_flags(counted_sandbox),
+        ]
+    )
     assert code == 1  # the output still holds failures
-    assert "0 done, 0 failed, 8 skipped (already in" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "0 done, 0 failed, 8 skipped (already in" in err
+    assert f"{inputs}:2: not JSON" not in err  # a bad line is reported once, not again on each resume
 
 
 def test_api_errors_become_error_lines_and_exit_1(
@@ -149,7 +164,7 @@ def test_api_errors_become_error_lines_and_exit_1(
     assert (
         main(["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(counted_sandbox)]) == 1
     )
-    errors = [r["error"] for r in _results(output) if "error" in r]
+    errors = [r["error"] for r in _results(output) if r["error"] is not None]
     assert errors == [{"type": "BadRequestError", "status": 400, "message": errors[0]["message"]}]  # type: ignore[index]
     assert "4 done, 1 failed" in capsys.readouterr().err
 
@@ -162,8 +177,9 @@ def test_a_clean_batch_exits_0_and_a_rerun_skips_everything(counted_sandbox: San
     )
     first = _run("batch", "scale", MODEL, str(inputs), "-o", str(output), env=env)
     assert first.returncode == 0, first.stderr
-    summary, figures = first.stderr.splitlines()  # not a terminal: no progress bar, only the summary
+    summary, totals, figures = first.stderr.splitlines()  # not a terminal: no progress bar, only the summary
     assert summary.startswith("20 done, 0 failed, 0 skipped")
+    assert totals.startswith(f"{output}: 20 results: 20 succeeded, 0 failed; ")
     assert figures.startswith("20 requests (0 got 429, 0 retries): ")
     second = _run("batch", "scale", MODEL, str(inputs), "-o", str(output), "--progress", env=env)
     assert second.returncode == 0
@@ -251,8 +267,10 @@ def test_duplicate_and_mistyped_ids_are_bad_lines_and_the_run_goes_on(
     assert "2 done, 5 failed, 0 skipped" in err
     results = {r["index"]: r for r in _results(output)}
     assert [results[0]["id"], results[6]["id"]] == ["a", 2]
-    for index in range(1, 6):  # a bad id is not copied: the line is known by its index
-        assert "id" not in results[index]
+    for index, written in zip(range(1, 6), ["a", True, 1.5, None, [1]], strict=True):
+        assert (
+            results[index]["id"] == written
+        )  # copied as written, for a join; the line is known by its index
         assert results[index]["error"]["type"] == "InputLineError"  # type: ignore[index]
 
     assert main(command) == 1  # resume: the duplicate is still found, and still done
@@ -283,7 +301,7 @@ def test_retry_failed_sends_exactly_the_failures_again(
     assert main(command) == 1
     counted_sandbox.clear_faults()
     first = _results(output)
-    failed = [r for r in first if "error" in r]
+    failed = [r for r in first if r["error"] is not None]
     assert 2 <= len(failed) < len(first)
     capsys.readouterr()
     counted_sandbox.reset_stats()
@@ -294,9 +312,9 @@ def test_retry_failed_sends_exactly_the_failures_again(
     assert f"{len(failed) - 1} done, 1 failed, {len(first) - len(failed)} skipped" in err
     assert counted_sandbox.stats().requests == len(failed) - 1  # the duplicate is not sent
     after = _results(output)
-    assert after[: len(first) - len(failed)] == [r for r in first if "error" not in r]  # kept as they were
+    assert after[: len(first) - len(failed)] == [r for r in first if r["error"] is None]  # kept as they were
     assert sorted(r["index"] for r in after) == list(range(42))  # each input once
-    [error] = [r for r in after if "error" in r]
+    [error] = [r for r in after if r["error"] is not None]
     assert error["index"] == 41
 
 
@@ -311,7 +329,7 @@ def test_retry_failed_killed_mid_run_loses_nothing_and_a_rerun_completes_it(
     assert main(command) == 1
     counted_sandbox.clear_faults()
     first = _by_id(output)
-    succeeded = {i: r for i, r in first.items() if "error" not in r}
+    succeeded = {i: r for i, r in first.items() if r["error"] is None}
     assert len(first) == 120
     assert len(first) - len(succeeded) >= 20
 
@@ -321,7 +339,8 @@ def test_retry_failed_killed_mid_run_loses_nothing_and_a_rerun_completes_it(
     with subprocess.Popen(argv, env=_env(), stderr=subprocess.DEVNULL) as retry:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and (
-            output.stat().st_ino == inode or output.read_bytes().count(b"\n") < len(succeeded) + 4
+            output.stat().st_ino == inode
+            or output.read_bytes().count(b"\n") < 1 + len(succeeded) + 4  # the record
         ):
             time.sleep(0.01)
         retry.send_signal(signal.SIGKILL)
@@ -329,7 +348,7 @@ def test_retry_failed_killed_mid_run_loses_nothing_and_a_rerun_completes_it(
     killed = _by_id(output)
     assert len(succeeded) + 4 <= len(killed) < 120  # rewritten without the failures, then part re-sent
     assert {i: killed[i] for i in succeeded} == succeeded  # no earlier result lost
-    assert all("error" not in r for r in killed.values())
+    assert all(r["error"] is None for r in killed.values())
     counted_sandbox.clear_faults()
 
     resumed = _run(*command)
@@ -371,7 +390,7 @@ def test_the_summary_gives_the_batch_figures(
     assert (
         main(["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(counted_sandbox)]) == 0
     )
-    done, figures = capsys.readouterr().err.splitlines()
+    done, _, figures = capsys.readouterr().err.splitlines()
     assert done.startswith("10 done, 0 failed, 0 skipped")
     shown = re.fullmatch(
         r"12 requests \(2 got 429, 2 retries\): ([\d.]+) requests/min, (\d+) tokens/min, "
@@ -387,8 +406,9 @@ def test_the_summary_gives_the_batch_figures(
     assert (
         main(["batch", "scale", MODEL, str(inputs), "-o", str(output), *_scale_flags(counted_sandbox)]) == 0
     )
-    [nothing_sent] = capsys.readouterr().err.splitlines()  # no request, no figures
+    nothing_sent, totals = capsys.readouterr().err.splitlines()  # no request, no figures
     assert nothing_sent.startswith("0 done, 0 failed, 10 skipped")
+    assert totals.startswith(f"{output}: 10 results: 10 succeeded")
 
 
 def test_each_result_carries_the_request_id_of_its_own_request(
@@ -405,7 +425,8 @@ def test_each_result_carries_the_request_id_of_its_own_request(
         for result in (results[index] for index in range(6)):
             sent = json.loads(issued[str(result["request_id"])])
             assert sent["prompt"] == " ".join(["Alice"] * int(str(result["id"])[1:]))
-        assert sum("error" in results[index] for index in range(6)) == 1  # the 400 has its request id too
+        failed = [results[index]["error"] is not None for index in range(6)]
+        assert sum(failed) == 1  # the 400 has its request id too
         assert results[6]["request_id"] is None  # a bad line is never sent
 
         capsys.readouterr()

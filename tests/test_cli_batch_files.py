@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -18,6 +19,7 @@ from sandbox_fixtures import _no_faults_left, counted_sandbox, recording_sandbox
 
 from wrapper._cli import _batch_command, main
 from wrapper._cli._results import ResultFile
+from wrapper.batch import read_results
 from wrapper.sandbox import Sandbox
 
 MODEL = "llama-3-8b-instruct"
@@ -28,7 +30,7 @@ def _flags(sandbox: Sandbox) -> list[str]:
 
 
 def _results(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return list(read_results(str(path)))
 
 
 def _prompts(n: int) -> str:
@@ -89,6 +91,24 @@ def test_lines_appended_to_the_input_during_a_run_are_not_read(
     assert counted_sandbox.stats().requests == 300
 
 
+def test_after_a_resume_the_progress_bar_ends_at_its_total_whatever_ids_are_repeated(
+    counted_sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    first = [{"id": "a", "prompt": "Alice"}, {"id": "b", "prompt": "Bill"}]
+    inputs.write_text("".join(json.dumps(line) + "\n" for line in first))
+    command = ["batch", "scale", MODEL, str(inputs), "-o", str(output), "--progress"]
+    command += _flags(counted_sandbox)
+    assert main(command) == 0
+    more = [{"id": "a", "prompt": "Alice again"}, {"id": "c", "prompt": "Cat"}, {"id": "a", "prompt": "Dodo"}]
+    inputs.write_text("".join(json.dumps(line) + "\n" for line in first + more))  # an id used twice more
+    capsys.readouterr()
+    assert main(command) == 1
+    bar = re.findall(r"(\d+)/(\d+) \[", capsys.readouterr().err)
+    assert bar[0] == ("2", "5")  # a line repeating a done line's id is not done: it is refused once read
+    assert bar[-1] == ("5", "5")
+
+
 def test_blank_lines_are_counted_in_the_summary(
     counted_sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -112,11 +132,13 @@ def test_a_json_error_names_the_column_next_to_the_files_line(
     inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     inputs.write_bytes(
         b'{"prompt": "Alice"}\n{"prompt": "a" "b"}\n{"prompt": "caf\xe9"}\n'
-        b'{"prompt": "missing brace"\n{"prompt": "missing brace"\r\n{"prompt": "missing brace"'
+        b'{"prompt": "missing brace"\n{"prompt": "missing brace"\r\n{"prompt": "missing brace"\n'
+        b'{"prompt": "no closing quote}'
     )
     assert main(["batch", "scale", MODEL, str(inputs), "-o", str(output), *_flags(counted_sandbox)]) == 1
     err = capsys.readouterr().err
     assert f"{inputs}:2: not JSON (Expecting ',' delimiter at column 16)\n" in err
+    assert f"{inputs}:7: not JSON (Unterminated string starting at column 12)\n" in err  # "at" once
     assert f"{inputs}:3: not UTF-8 text (byte 16 is not UTF-8)\n" in err
     for line in (4, 5, 6):  # the end of the line, whatever ends it, and not the line break's column
         assert f"{inputs}:{line}: not JSON (Expecting ',' delimiter at column 27)\n" in err
@@ -126,49 +148,48 @@ def test_a_json_error_names_the_column_next_to_the_files_line(
     assert results[3]["error"]["message"] == "not JSON (Expecting ',' delimiter at column 27)"
 
 
-_FIXES = {  # a bad line, and the same line fixed by giving it an id
-    "not JSON": ('{"prompt": "Alice Alice" oops}', {"id": "fixed", "prompt": "Alice Alice"}),
-    "no prompt": ('{"text": "Alice Alice"}', {"id": "fixed", "prompt": "Alice Alice"}),
-    "a bad id": ('{"id": 1.5, "prompt": "Alice Alice"}', {"id": 15, "prompt": "Alice Alice"}),
-    "a duplicate id": ('{"id": "first", "prompt": "Alice Alice"}', {"id": "second", "prompt": "Alice Alice"}),
+_FIXES = {  # a bad line, the id its result keeps, and the same line fixed by giving it an id
+    "not JSON": ('{"prompt": "Alice Alice" oops}', None, {"id": "fixed", "prompt": "Alice Alice"}),
+    "no prompt": ('{"text": "Alice Alice"}', None, {"id": "fixed", "prompt": "Alice Alice"}),
+    "a bad id": ('{"id": 1.5, "prompt": "Alice Alice"}', 1.5, {"id": 15, "prompt": "Alice Alice"}),
+    "a duplicate id": (
+        '{"id": "first", "prompt": "Alice Alice"}',
+        "first",
+        {"id": "second", "prompt": "Alice Alice"},
+    ),
 }
 
 
 @pytest.mark.parametrize("bad", list(_FIXES))
 @pytest.mark.parametrize("retry_failed", [False, True], ids=["plain resume", "--retry-failed"])
-def test_a_bad_line_fixed_with_an_id_never_has_two_results(
+def test_a_bad_line_fixed_is_sent_again_and_never_has_two_results(
     counted_sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: str, retry_failed: bool
 ) -> None:
     inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     first = json.dumps({"id": "first", "prompt": "Alice", "max_tokens": 1})
     last = json.dumps({"prompt": "The Rabbit", "max_tokens": 1})
-    broken, fixed = _FIXES[bad]
+    broken, kept_id, fixed = _FIXES[bad]
     inputs.write_text(f"{first}\n{broken}\n{last}\n")
     command = ["batch", "scale", MODEL, str(inputs), "-o", str(output), *_flags(counted_sandbox)]
     assert main(command) == 1
-    assert [("error" in r, r.get("id")) for r in _results(output) if r["index"] == 1] == [(True, None)]
+    [refused] = [r for r in _results(output) if r["index"] == 1]
+    assert refused["error"]["type"] == "InputLineError"
+    assert refused.get("id") == kept_id  # the id as the line has it, even one it cannot be known by
 
     inputs.write_text(f"{first}\n{json.dumps({**fixed, 'max_tokens': 1})}\n{last}\n")
     counted_sandbox.reset_stats()
     capsys.readouterr()
-    code = main([*command, "--retry-failed"] if retry_failed else command)
+    # either way, the fixed line is another request: it is sent, and its result replaces the error
+    assert main([*command, "--retry-failed"] if retry_failed else command) == 0
     err = capsys.readouterr().err
     results = _results(output)
-    assert sorted(r["index"] for r in results) == [0, 1, 2]  # one record per input line
+    assert sorted(r["index"] for r in results) == [0, 1, 2]  # one result per input line
+    assert len(Path(output).read_text().splitlines()) == 4  # and the file holds nothing else but its record
     [line] = [r for r in results if r["index"] == 1]
-    if retry_failed:  # the old error is dropped and the fixed line sent: its result has its id
-        assert code == 0
-        assert (line.get("id"), line["prompt_tokens"]) == (fixed["id"], 2)
-        assert counted_sandbox.stats().requests == 1
-    else:  # the fixed line owns the error it had before: failed, as any failure on a plain re-run
-        assert code == 1
-        assert "error" in line
-        assert "0 done, 0 failed, 3 skipped" in err
-        assert counted_sandbox.stats().requests == 0
-        assert main([*command, "--retry-failed"]) == 0  # and --retry-failed agrees on whose error it is
-        again = _results(output)
-        assert sorted(r["index"] for r in again) == [0, 1, 2]
-        assert [r.get("id") for r in again if r["index"] == 1] == [fixed["id"]]
+    assert (line.get("id"), line["prompt_tokens"], line["error"]) == (fixed["id"], 2, None)
+    assert counted_sandbox.stats().requests == 1
+    assert "1 done, 0 failed, 2 skipped" in err
+    assert main(command) == 0  # and it stays done
 
 
 def test_giving_ids_to_lines_already_done_by_position_sends_nothing_again(
@@ -244,7 +265,7 @@ def test_dash_as_the_output_writes_the_results_to_standard_output(
     assert run.returncode == 1  # the empty prompt
     results = [json.loads(line) for line in run.stdout.splitlines()]  # results only: the rest is on stderr
     assert sorted(r["index"] for r in results) == [0, 1, 2, 3]
-    assert [r["index"] for r in results if "error" in r] == [3]
+    assert [r["index"] for r in results if r["error"] is not None] == [3]
     assert "3 done, 1 failed, 0 skipped" in run.stderr
     assert "--retry-failed" not in run.stderr  # standard output keeps nothing to retry from
     assert not (tmp_path / "-").exists()

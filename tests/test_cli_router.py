@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from wrapper._cli import main
+from wrapper.batch import read_results
 from wrapper.sandbox import Sandbox
 
 SCALE_MODEL = "llama-3-8b-instruct"
@@ -52,11 +53,14 @@ def test_a_batch_over_routes_fails_over_names_each_results_route_and_resumes(
     inputs, output = _inputs(tmp_path, 20), str(tmp_path / "out.jsonl")
     command = ["batch", "routes", routes, inputs, "-o", output, "--max-tokens", "3", "--no-progress"]
     assert main(command) == 0
-    lines = [json.loads(line) for line in Path(output).read_text().splitlines()]
+    lines = list(read_results(output))
     assert sorted(line["id"] for line in lines) == sorted(f"p{i}" for i in range(20))
     assert {line["route"] for line in lines} == {"up"}
     assert all(len(line["text"].split()) <= 3 for line in lines)  # max_tokens, as Gradient names it
-    assert "20 done, 0 failed" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "20 done, 0 failed" in err
+    assert f"{output}: 20 results: 20 succeeded, 0 failed; " in err  # the output's totals, per route
+    assert "\n  up: 20 results: 20 succeeded, 0 failed; " in err
     assert main(command) == 0  # resumed: nothing left to send
     assert "0 done, 0 failed, 20 skipped" in capsys.readouterr().err
     assert up.stats().requests == 20

@@ -9,8 +9,10 @@ import importlib.metadata
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from sandbox_fixtures import _no_faults_left, counted_sandbox, recording_sandbox
 
 from wrapper._cli import main
 from wrapper._cli._batch_command import REFUSALS_TO_STOP
+from wrapper.batch import read_results
 from wrapper.sandbox import Sandbox
 
 MODEL = "llama-3-8b-instruct"
@@ -32,7 +35,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _results(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return list(read_results(str(path)))
 
 
 def _write_prompts(path: Path, n: int) -> None:
@@ -137,7 +140,67 @@ def test_the_summary_of_a_run_with_failures_gives_the_command_to_retry_them(
     assert again.returncode == 0, again.stderr
     assert counted_sandbox.stats().requests == 2
     assert sorted(r["index"] for r in _results(output)) == list(range(6))
-    assert all("text" in r for r in _results(output))
+    assert all(r["error"] is None for r in _results(output))
+
+
+def test_the_retry_hint_shows_no_variable_that_holds_another_credential(
+    counted_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_prompts(inputs, 3)
+    counted_sandbox.inject(status=400, count=1, api="scale")
+    flags = ["--base-url", counted_sandbox.scale_base_url, "--api-key", "sandbox2", "--account-id", "acct"]
+    run = subprocess.run(
+        [sys.executable, "-m", "wrapper", "batch", "scale", MODEL, str(inputs), "-o", str(output), *flags],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_env(SGP_API_KEY="the-other-account", SGP_ACCOUNT_ID="acct"),
+    )
+    assert run.returncode == 1
+    hint = run.stderr.splitlines()[-1]
+    assert hint.startswith("to send the 1 failed again: python -m wrapper batch ")
+    assert " --api-key '<API_KEY>' " in hint  # to fill in: $SGP_API_KEY holds another
+    assert ' --account-id "$SGP_ACCOUNT_ID" ' in hint  # which holds this one
+    assert "sandbox2" not in run.stderr
+    assert "the-other-account" not in run.stderr
+
+
+@pytest.mark.serial  # interrupted while it runs
+def test_ctrl_c_says_what_was_done_and_the_run_resumes(counted_sandbox: Sandbox, tmp_path: Path) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_prompts(inputs, 200)
+    counted_sandbox.inject(delay=0.02, rate=1.0, api="scale")  # slow enough to interrupt part-way
+    flags = ["--base-url", counted_sandbox.scale_base_url, "--api-key", "k", "--concurrency", "4"]
+    command = [
+        sys.executable,
+        "-m",
+        "wrapper",
+        "batch",
+        "scale",
+        MODEL,
+        str(inputs),
+        "-o",
+        str(output),
+        *flags,
+    ]
+    with subprocess.Popen(command, env=_env(), stderr=subprocess.PIPE, text=True) as run:
+        deadline = time.monotonic() + 30
+        while (
+            not output.exists() or output.read_bytes().count(b"\n") < 21
+        ) and time.monotonic() < deadline:  # 20 results
+            time.sleep(0.01)
+        run.send_signal(signal.SIGINT)
+        _, err = run.communicate(timeout=30)
+    assert run.returncode == 130
+    done = len(_results(output))
+    assert 20 <= done < 200
+    assert f"interrupted after {done} done, 0 failed: run it again to resume" in err
+    assert f"{done} done, 0 failed, 0 skipped (already in {output})" in err
+    assert "Traceback" not in err
+    counted_sandbox.clear_faults()
+    assert main(["batch", "scale", MODEL, str(inputs), "-o", str(output), *flags]) == 0
+    assert sorted(r["index"] for r in _results(output)) == list(range(200))
 
 
 @pytest.fixture(scope="module")
@@ -175,7 +238,7 @@ def test_a_batch_whose_first_answers_all_refuse_it_stops_and_resumes_once_fixed(
     assert "nothing was written for them" in stopped.stderr
     assert "--retry-failed" not in stopped.stderr  # nothing failed that a retry would fix
     assert "Traceback" not in stopped.stderr  # the requests in flight were answered, not abandoned
-    assert output.read_text() == ""
+    assert _results(output) == []
     assert keyed.stats().requests <= REFUSALS_TO_STOP - 1 + 16  # no more sent once it knew: not the file
 
     assert main(_batch(keyed, inputs, output, "right-key")) == 0  # fixed: the same command does it all
@@ -192,7 +255,7 @@ def test_a_short_batch_refused_throughout_stops_the_same_way(
     assert "stopped: every request was refused, the first with AuthenticationError (401)" in (
         capsys.readouterr().err
     )
-    assert output.read_text() == ""
+    assert _results(output) == []
 
 
 def test_refusals_among_answers_that_are_not_all_refusals_are_written_as_failures(
@@ -208,4 +271,4 @@ def test_refusals_among_answers_that_are_not_all_refusals_are_written_as_failure
     assert f"{10 - (REFUSALS_TO_STOP - 1)} done, {REFUSALS_TO_STOP - 1} failed, 0 skipped" in err
     results = _results(output)
     assert sorted(r["index"] for r in results) == list(range(10))
-    assert [r["error"]["status"] for r in results if "error" in r] == [403] * (REFUSALS_TO_STOP - 1)
+    assert [r["error"]["status"] for r in results if r["error"] is not None] == [403] * (REFUSALS_TO_STOP - 1)

@@ -4,23 +4,31 @@ and pools that never make a request wait for a connection."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import logging
+import select
+import socket
+import ssl
 import threading
+import time
 import warnings
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import trustme
 from helpers import (
     CLASSES,
     CREDENTIALS,
     Held,
     LocalServer,
     call,
+    collect,
     drain,
     json_reply,
     scale_body,
@@ -74,6 +82,55 @@ async def test_a_malformed_stream_event_fails_in_the_stream(
     with pytest.raises(APIResponseValidationError):
         await drain(make_client("scale", mode, handler).stream("m", "p"), received)
     assert received == ["ok"]
+
+
+DEEP = b'{"completions": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+"""A body nested deeper than Python's stack allows to read (``json.loads`` raises ``RecursionError``)."""
+
+
+@pytest.mark.parametrize("api", ["scale", "gradient"])
+@pytest.mark.parametrize("status", [200, 500])
+async def test_a_body_nested_too_deeply_is_a_typed_error(
+    make_client: Any, server: LocalServer, lane: str, status: int, api: str
+) -> None:
+    """A success is a validation error; an error status keeps its class, with the body as text."""
+    server.script(json_reply(status, DEEP))
+    client = make_client(api, lane, base_url=server.url, max_retries=0)
+    expected = APIResponseValidationError if status == 200 else InternalServerError
+    with pytest.raises(expected) as caught:
+        await call(client.complete("m", "p"))
+    assert type(caught.value) is expected
+    if status == 200:
+        assert "nested too deeply" in str(caught.value)
+        assert caught.value.text.encode() == DEEP
+
+
+@pytest.mark.parametrize(
+    ("event", "expected"), [("", APIResponseValidationError), ("error", InternalServerError)]
+)
+async def test_a_stream_event_nested_too_deeply_is_a_typed_error(
+    make_client: Any, server: LocalServer, lane: str, event: str, expected: type[Exception]
+) -> None:
+    """A chunk is a validation error; an ``error`` event keeps its class, with its data as text."""
+    deep = (f"event: {event}\n" if event else "") + "data: " + DEEP.decode()
+    server.script(sse_reply([f"data: {json.dumps(scale_body('ok'))}", deep]))
+    received: list[str] = []
+    with pytest.raises(expected) as caught:
+        await drain(make_client("scale", lane, base_url=server.url).stream("m", "p"), received)
+    assert type(caught.value) is expected
+    assert received == ["ok"]
+
+
+async def test_a_batch_raises_a_body_nested_too_deeply_as_a_typed_error(
+    make_client: Any, server: LocalServer, lane: str
+) -> None:
+    server.script(json_reply(200, DEEP))
+    client = make_client("scale", lane, base_url=server.url, max_retries=0)
+    results = client.complete_many("m", ["a", "b"], return_exceptions=True)
+    errors = [result.error for result in await collect(results)]
+    assert [type(error) for error in errors] == [APIResponseValidationError] * 2
+    with pytest.raises(APIResponseValidationError):
+        await collect(client.complete_many("m", ["a", "b"]))
 
 
 JSON = st.recursive(
@@ -335,6 +392,92 @@ def test_closing_a_sync_client_lets_a_request_in_flight_finish_with_no_socket_le
     assert [w.message for w in caught if issubclass(w.category, ResourceWarning)] == []
     with pytest.raises(RuntimeError, match="closed"):
         client.complete("m", "p")
+
+
+# --- the sync pool keeps no half-closed socket ---------------------------------------------------------
+
+TCP_TABLE = Path("/proc/net/tcp")
+OPEN_STATES = {"01": "ESTABLISHED", "08": "CLOSE_WAIT"}
+
+
+def open_sockets_to(server: LocalServer) -> list[str]:
+    """The states of this machine's sockets (``/proc/net/tcp``) connected to ``server`` and not closed on
+    their side: ``ESTABLISHED``, or ``CLOSE_WAIT`` when the server closed its end and the client kept its."""
+    port = int(server.url.rsplit(":", 1)[1])
+    states = []
+    for line in TCP_TABLE.read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[2].rsplit(":", 1)[1], 16) == port and fields[3] in OPEN_STATES:
+            states.append(OPEN_STATES[fields[3]])
+    return states
+
+
+class Burst:
+    """A reply that answers after a moment (so that threads calling at once each open a connection) and
+    records the client's port; with ``close_idle``, it then closes the connection once idle for 0.2 s,
+    as servers do, and records that too."""
+
+    def __init__(self, *, close_idle: bool) -> None:
+        self.close_idle = close_idle
+        self.ports: set[int] = set()
+        self.closed: set[int] = set()
+
+    def __call__(self, handler: Any) -> None:
+        time.sleep(0.2)
+        json_reply(200, scale_body())(handler)
+        self.ports.add(handler.client_address[1])
+        if self.close_idle and not select.select([handler.connection], [], [], 0.2)[0]:
+            handler.connection.shutdown(socket.SHUT_RDWR)
+            handler.close_connection = True
+            self.closed.add(handler.client_address[1])
+
+
+@contextlib.contextmanager
+def served(tls: bool, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalServer]:
+    """A ``LocalServer``, over TLS with a certificate the clients built in the block trust if ``tls``."""
+    context = None
+    with contextlib.ExitStack() as stack:
+        if tls:
+            ca = trustme.CA()
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            ca.issue_cert("127.0.0.1").configure_cert(context)
+            monkeypatch.setenv("SSL_CERT_FILE", stack.enter_context(ca.cert_pem.tempfile()))
+        local = LocalServer(tls=context)
+        local.start()
+        stack.callback(local.stop)
+        yield local
+
+
+@pytest.mark.skipif(not TCP_TABLE.exists(), reason="reads Linux's table of TCP sockets")
+@pytest.mark.parametrize(
+    ("close_idle", "tls"),
+    [(True, False), (True, True), (False, False)],
+    ids=["server-closes-idle", "server-closes-idle-tls", "keepalive-expires"],
+)
+async def test_the_sync_pool_closes_idle_connections_without_another_call(
+    monkeypatch: pytest.MonkeyPatch, close_idle: bool, tls: bool
+) -> None:
+    """After a burst of threaded calls, and no call after it (a web worker after a peak): the connections
+    the server closed are closed too, none left half-closed in CLOSE_WAIT (urllib3#2100), and those it
+    keeps open are closed once idle for the keep-alive expiry (httpx's pool closes either only on its
+    next request)."""
+    burst = Burst(close_idle=close_idle)
+    limits = httpx.Limits(max_connections=None, keepalive_expiry=60.0 if close_idle else 0.5)
+    with served(tls, monkeypatch) as server:
+        server.script(burst)
+        with Scale(api_key="k", base_url=server.url, max_retries=0, limits=limits) as client:
+            with ThreadPoolExecutor(12) as threads:
+                calls = await asyncio.to_thread(
+                    lambda: list(threads.map(lambda _: client.complete("m", "p"), range(12)))
+                )
+            assert [result.text for result in calls] == ["Paris"] * 12
+            assert len(burst.ports) > 1  # the burst opened several connections
+            if close_idle:
+                assert await asyncio.to_thread(wait_until, lambda: burst.closed == burst.ports)
+            assert await asyncio.to_thread(wait_until, lambda: open_sockets_to(server) == [], 5.0), (
+                open_sockets_to(server)
+            )
+            assert client.complete("m", "p").text == "Paris"  # and the pool is still of use
 
 
 @pytest.mark.parametrize(("cls", "http"), [(Scale, httpx.Client), (AsyncScale, httpx.AsyncClient)])

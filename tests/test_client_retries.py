@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 from email.utils import formatdate
 from typing import Any
@@ -38,6 +39,9 @@ class Script:
         if isinstance(answer, Exception):
             raise answer
         return answer
+
+
+NOT_ASKED = json_reply(200, scale_body("must not be asked"))
 
 
 def ok() -> httpx.Response:
@@ -171,6 +175,65 @@ async def test_429_over_a_socket(
     )
     await call(make_client("scale", mode, base_url=server.url).complete("m", "p"))
     assert sleeps == [3.0]
+
+
+# --- a deadline with no room for the next wait raises the last real error -----------------------------
+
+
+async def opened(client: Any) -> Any:
+    """``client.stream(...).open()``: the stream's response once its first chunk has come."""
+    stream = client.stream("m", "p")
+    try:
+        return await call(stream.open())
+    finally:
+        await call(stream.close())
+
+
+@pytest.mark.parametrize("how", ["complete", "open"])
+async def test_a_deadline_with_no_room_for_retry_after_raises_the_429(
+    make_client: Any, server: LocalServer, lane: str, how: str
+) -> None:
+    """``Retry-After: 30`` cannot fit in a 5 s deadline: the ``RateLimitError`` itself, at once, with its
+    status, body and ``Retry-After``, not an ``APITimeoutError`` that ``except RateLimitError`` misses."""
+    server.script(json_reply(429, {"detail": "slow down"}, {"retry-after": "30"}), NOT_ASKED)
+    client = make_client("scale", lane, base_url=server.url, max_retries=2, deadline=5.0)
+    with pytest.raises(RateLimitError) as caught:
+        await (call(client.complete("m", "p")) if how == "complete" else opened(client))
+    error = caught.value
+    assert (error.status_code, error.body, error.retry_after) == (429, {"detail": "slow down"}, 30.0)
+    assert re.search(
+        r"; the call's deadline of 5 s left no room to retry \([0-9.]+ s left, 30\.00 s to wait before "
+        r"the next attempt\)$",
+        str(error),
+    ), str(error)
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("how", ["complete", "open"])
+async def test_a_deadline_with_no_room_for_the_backoff_raises_the_500(
+    make_client: Any, server: LocalServer, lane: str, how: str
+) -> None:
+    """The first backoff (0.5 s, less up to 25% jitter) cannot fit in 0.3 s."""
+    server.script(json_reply(500, {"detail": "boom"}), NOT_ASKED)
+    client = make_client("scale", lane, base_url=server.url, max_retries=2, deadline=0.3)
+    with pytest.raises(InternalServerError) as caught:
+        await (call(client.complete("m", "p")) if how == "complete" else opened(client))
+    assert caught.value.body == {"detail": "boom"}
+    assert "the call's deadline of 0.3 s left no room to retry" in str(caught.value)
+    assert len(server.requests) == 1
+
+
+async def test_a_connection_error_with_no_room_to_retry_says_so_and_counts_its_attempts(
+    make_client: Any, server: LocalServer, lane: str
+) -> None:
+    server.script(reset_reply, NOT_ASKED)
+    client = make_client("scale", lane, base_url=server.url, max_retries=2, deadline=0.3)
+    with pytest.raises(APIConnectionError) as caught:
+        await call(client.complete("m", "p"))
+    message = str(caught.value)
+    assert type(caught.value) is APIConnectionError
+    assert message.endswith("s to wait before the next attempt) (after 1 attempt)"), message
+    assert "the call's deadline of 0.3 s left no room to retry" in message
 
 
 def test_policy_functions() -> None:

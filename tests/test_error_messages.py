@@ -13,6 +13,7 @@ import pytest
 from helpers import GRADIENT_TOKEN, SCALE_KEY, call, collect
 
 from wrapper._cli import main
+from wrapper.batch import read_results
 from wrapper.errors import (
     ContentFlaggedError,
     NotFoundError,
@@ -182,7 +183,7 @@ def test_the_command_line_names_the_prompt(
         "".join(json.dumps(line) + "\n" for line in lines)
     )  # JSON keeps the surrogate as \ud800
     assert main(["batch", "scale", MODELS["scale"], str(inputs), "-o", str(output), *flags]) == 1
-    results = {result["index"]: result for result in map(json.loads, output.read_text().splitlines())}
+    results = {result["index"]: result for result in read_results(str(output))}
     assert results[0]["text"]
     assert results[1]["error"]["message"].startswith("prompt contains '\\ud800' at index 4")
     assert results[2]["error"]["message"].startswith("stop_sequences[0] contains '\\ud800' at index 1")

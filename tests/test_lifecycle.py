@@ -7,6 +7,7 @@ they are collected) fails the test.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -174,6 +175,66 @@ def test_one_async_client_in_many_loops_and_threads_leaks_nothing(sandbox: Sandb
     assert out.stdout.strip() == str([True] * 5)
     assert "Unclosed" not in out.stderr, out.stderr
     assert "ResourceWarning" not in out.stderr, out.stderr
+
+
+DROPPED = """
+import asyncio, gc, os, sys
+from pathlib import Path
+from wrapper.scale import AsyncScale, Scale
+
+url, port = sys.argv[1], int(sys.argv[1].rsplit(":", 1)[1])
+
+
+def connected():
+    \"\"\"This machine's sockets to the server that are still open on the client's side.\"\"\"
+    table = Path("/proc/net/tcp")
+    if not table.exists():
+        return 0
+    rows = [line.split() for line in table.read_text().splitlines()[1:]]
+    return sum(int(row[2].rsplit(":", 1)[1], 16) == port and row[3] in ("01", "08") for row in rows)
+
+
+async def drop_async_clients():
+    for _ in range(30):
+        client = AsyncScale(api_key="k", base_url=url)
+        assert (await client.complete("llama-3-8b-instruct", "Alice", max_tokens=2)).text
+        del client  # never closed
+        gc.collect()
+    await asyncio.sleep(0.5)  # the loop closes what the collected clients left
+    gc.collect()
+    return connected()
+
+
+async_left = asyncio.run(drop_async_clients())
+for _ in range(5):
+    client = Scale(api_key="k", base_url=url)
+    assert client.complete("llama-3-8b-instruct", "Alice", max_tokens=2).text
+    del client
+    gc.collect()
+print(async_left, connected())
+"""
+
+
+@pytest.mark.parametrize("pool", ["own", "httpx"])
+def test_clients_dropped_unclosed_release_their_pools_quietly(sandbox: Sandbox, pool: str) -> None:
+    """30 async clients collected on a live loop (aiohttp reported "Unclosed client session" and
+    "Unclosed connector", 64 reports) and 5 sync ones (a ``ResourceWarning`` per socket): each client's
+    pools are closed when it is collected, with nothing reported; ``pool="httpx"``: httpx's own pools,
+    which a client uses when a proxy is configured (here one that loopback bypasses)."""
+    env = {name: value for name, value in os.environ.items() if "proxy" not in name.lower()}
+    if pool == "httpx":
+        env.update(HTTP_PROXY="http://127.0.0.1:9", NO_PROXY="127.0.0.1")
+    out = subprocess.run(
+        [sys.executable, "-X", "dev", "-W", "error", "-c", textwrap.dedent(DROPPED), sandbox.scale_base_url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "nclosed" not in out.stderr, out.stderr
+    assert "ResourceWarning" not in out.stderr, out.stderr
+    assert out.stdout.split() == ["0", "0"]  # no connection left open, async or sync
 
 
 def recorder(log: list[str]) -> type[CallHooks]:

@@ -23,9 +23,11 @@ from helpers import (
     fragments,
     install_command,
     most_in_any_window,
+    result_schema,
 )
+from jsonschema import Draft202012Validator
 
-from wrapper.ray import OUTPUT_COLUMNS, complete_dataset
+from wrapper.ray import OUTPUT_COLUMNS, complete_dataset, summarize
 from wrapper.sandbox import Sandbox
 
 pytestmark = [
@@ -108,30 +110,53 @@ def _prompts(n: int, fail: int | None = None, missing: int | None = None) -> ray
 
 
 def test_every_row_comes_back_once_with_its_answer_or_its_error(local_cluster: None, served: Sandbox) -> None:
+    rows: list[dict[str, Any]] = [
+        {"id": f"row-{i}", "n": i, "prompt": f"Alice {i}", "max_tokens": 1 if i % 3 == 0 else None}
+        for i in range(450)
+    ]  # a row's own max_tokens, else the call's
+    rows[123]["prompt"], rows[321]["prompt"] = "Alice __fail__", None  # fails at the sandbox; no prompt
     out = complete_dataset(
-        _prompts(450, fail=123, missing=321),
+        ray.data.from_items(rows),
         "scale",
         MODELS["scale"],
         workers=2,
         concurrency=8,
         client_options=_options("scale", served, max_retries=0),  # the sandbox's 500 would be retried
         max_tokens=4,
-    )
+    ).materialize()
     rows = out.take_all()
     assert Counter(r["id"] for r in rows) == Counter(f"row-{i}" for i in range(450))
-    assert set(rows[0]) == {"id", "n", "prompt", *OUTPUT_COLUMNS}
+    assert set(rows[0]) == {"id", "n", "prompt", "max_tokens", *OUTPUT_COLUMNS}
+    validator = Draft202012Validator(result_schema())
+    assert [r["id"] for r in rows if not validator.is_valid(r)] == []  # the one results format
     by_id = {r["id"]: r for r in rows}
     failed = by_id.pop("row-123")
-    assert failed["error"].startswith("InternalServerError: ")
+    assert failed["error"]["type"] == "InternalServerError"
+    assert failed["error"]["status"] == 500
     assert (failed["text"], failed["prompt"], failed["n"]) == (None, "Alice __fail__", 123)
-    assert by_id.pop("row-321")["error"] == "TypeError: column 'prompt' holds NoneType, not a string"
+    assert by_id.pop("row-321")["error"] == {
+        "type": "InputLineError",
+        "status": None,
+        "message": "column 'prompt' holds NoneType, not a string",
+    }
     for row in by_id.values():
         assert row["error"] is None
         assert row["text"]
         assert row["finish_reason"] in ("length", "stop")
         assert row["prompt_tokens"] >= 1
-        assert 1 <= row["response_tokens"] <= 4
+        assert 1 <= row["response_tokens"] <= (1 if row["n"] % 3 == 0 else 4)  # per row, as the line says
     assert len(served.exchanges) == 449  # one request a prompt, none repeated by a retried worker
+    own = Counter(row["response_tokens"] for row in by_id.values() if row["n"] % 3 == 0)
+    assert own == {1: 148}  # the row's max_tokens (150 rows, but for rows 123 and 321)
+    assert max(row["response_tokens"] for row in by_id.values() if row["n"] % 3) == 4  # the call's
+    assert summarize(out) == {
+        "results": 450,
+        "succeeded": 448,
+        "failed": 2,
+        "failures": {"InputLineError": 1, "InternalServerError": 1},
+        "prompt_tokens": sum(r["prompt_tokens"] for r in by_id.values()),
+        "response_tokens": sum(r["response_tokens"] for r in by_id.values()),
+    }
 
 
 @pytest.mark.parametrize("api", ["scale", "gradient"])
@@ -200,7 +225,7 @@ def test_a_credential_the_server_echoes_is_in_no_error_column(
         concurrency=1,
         client_options={"api_key": key, "base_url": server.url, "max_retries": 0, "timeout": 10},
     ).take_all()
-    errors = [row["error"] for row in out]
+    errors = [row["error"]["message"] for row in out]  # the error object's text: its type is a class name
     assert len(errors) == 2 * len(ECHOES)
     assert all("<redacted>" in error for error in errors)
     assert [part for part in fragments(key) if any(part in error for error in errors)] == []

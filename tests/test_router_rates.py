@@ -1,5 +1,5 @@
-"""A batch over routes runs at the sum of their limits, split by them, with almost no 429s (rates:
-``serial``). Each route's sandbox keeps the route's limit."""
+"""A batch over routes runs at the sum of their limits, split by them, with almost no 429s, and a fan-out
+paces each route to its own (rates: ``serial``). Each route's sandbox keeps the route's limit."""
 
 from __future__ import annotations
 
@@ -74,3 +74,33 @@ def test_a_sync_batch_over_two_routes_runs_at_the_sum_of_their_limits(
         results = list(batch)
     assert all(r.ok for r in results)
     _at_the_sum_of_the_limits(batch.stats, sandboxes, limits)
+
+
+@pytest.fixture
+def two_limits() -> Iterator[dict[str, Sandbox]]:
+    """Two deployments, each keeping its own limit: 1,200 and 600 requests a minute."""
+    with Sandbox(rpm=1200) as fast, Sandbox(rpm=600) as slow:
+        yield {"fast": fast, "slow": slow}
+
+
+@pytest.mark.serial  # a rate
+def test_a_fan_out_paces_each_route_to_its_own_limits(two_limits: dict[str, Sandbox]) -> None:
+    limits = {"fast": 1200, "slow": 600}
+    with contextlib.ExitStack() as stack:
+        routes = [
+            Route(
+                stack.enter_context(Scale(api_key="k", base_url=two_limits[name].scale_base_url, timeout=10)),
+                MODEL,
+                name=name,
+                requests_per_minute=rpm,
+            )
+            for name, rpm in limits.items()
+        ]
+        batch = Router(routes).fan_out(["Alice"] * 40, concurrency=16, max_tokens=1)
+        results = list(batch)
+    assert len(results) == 80
+    assert all(r.ok for r in results)
+    for name, sandbox in two_limits.items():
+        sent = sandbox.stats()
+        assert sent.requests >= 40
+        assert sent.rate_limited <= 2, (name, sent)  # paced to its own limit, not to the other's

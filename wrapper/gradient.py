@@ -16,7 +16,7 @@ from collections.abc import AsyncIterable, Iterable, Mapping
 from typing import TYPE_CHECKING, Unpack
 
 from wrapper import _telemetry
-from wrapper._core.async_client import AsyncClient
+from wrapper._core.async_client import AsyncClient, load_ahead
 from wrapper._core.settings import DefaultClient, lazy_attribute
 from wrapper._core.sync_client import SyncClient
 from wrapper._core.wires.gradient import GradientWire
@@ -116,7 +116,7 @@ class Gradient(SyncClient):
         """``complete`` for each prompt, at most ``concurrency`` in flight, paced to the limits given.
 
         As ``Scale.complete_many``: results as they finish (``ordered=True``: in input order),
-        ``.stats``, ``return_exceptions``, ``requests_per_minute``/``tokens_per_minute``.
+        ``.stats``, ``return_exceptions``, ``requests_per_minute``/``tokens_per_minute``, ``budget``.
         """
         from wrapper.batch import complete_many
 
@@ -176,3 +176,5 @@ def stream(model: str, prompt: str, **params: Unpack[GradientCall]) -> Completio
 
 __getattr__ = lazy_attribute("GradientParams", "wrapper._generated.gradient.params")
 """``GradientParams``, the keyword-argument TypedDict generated from the spec, loaded on first use."""
+
+load_ahead()  # what building an AsyncGradient and its first call need: loaded here, not in an event loop

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterable, Iterable, Mapping
 from typing import TYPE_CHECKING, Unpack
 
 from wrapper import _telemetry
-from wrapper._core.async_client import AsyncClient
+from wrapper._core.async_client import AsyncClient, load_ahead
 from wrapper._core.settings import DefaultClient, lazy_attribute
 from wrapper._core.sync_client import SyncClient
 from wrapper._core.wires.scale import ScaleWire
@@ -123,7 +123,8 @@ class Scale(SyncClient):
         Iterate for the results (``wrapper.BatchResult``) as they finish, or in input order with
         ``ordered=True``; ``.stats`` has the batch's figures (``wrapper.BatchStats``). A failed prompt
         raises its error unless ``return_exceptions=True``; ``requests_per_minute`` and
-        ``tokens_per_minute`` pace the batch evenly, and 429s slow it down (``wrapper.batch.BatchOptions``).
+        ``tokens_per_minute`` pace the batch evenly, and 429s slow it down; a ``budget``
+        (``wrapper.batch.Budget``) caps the prompts and tokens it sends (``wrapper.batch.BatchOptions``).
         """
         from wrapper.batch import complete_many
 
@@ -189,3 +190,5 @@ def stream(model: str, prompt: str, **params: Unpack[ScaleCall]) -> CompletionSt
 
 __getattr__ = lazy_attribute("ScaleParams", "wrapper._generated.scale.params")
 """``ScaleParams``, the keyword-argument TypedDict generated from the spec, loaded on first use."""
+
+load_ahead()  # what building an AsyncScale and its first call need: loaded here, not in an event loop

@@ -21,7 +21,6 @@ import pytest
 from helpers import batch_threads, wait_until
 
 from wrapper import BatchResult, RetryPolicy
-from wrapper._core.retries import is_retryable
 from wrapper.batch import FORGIVEN_429S
 from wrapper.errors import APIResponseValidationError, BadRequestError, ContentFlaggedError
 from wrapper.sandbox import Sandbox
@@ -84,7 +83,7 @@ def _check(
         if isinstance(result.error, APIResponseValidationError):
             malformed += 1
         elif result.error is not None:
-            assert is_retryable(result.error), result.error
+            assert RetryPolicy().retries(result.error), result.error
             assert tap is None or tries >= MAX_RETRIES + 1, (
                 "a retryable error is final once the budget is spent"
             )

@@ -2,8 +2,8 @@
 response ``cache``, or run the ``sandbox``.
 
 Exit codes: 0 all done, 1 some prompt failed (or an API error, or a batch stopped because its first
-answers all refused it), 2 a usage error, 130 interrupted. The ``completion-clients`` console script
-is the same command line under its own name.
+answers all refused it), 2 a usage error, 3 a batch stopped at its budget, 130 interrupted. The
+``completion-clients`` console script is the same command line under its own name.
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from typing import Any
 
 from wrapper import Options
 from wrapper import apis as _api
-from wrapper._cli._batch_command import describe, result_fields, run_batch
+from wrapper._cli._batch_command import Batch, describe, run_batch
 from wrapper._cli._cache_command import run_cache
 from wrapper._cli._inputs import STDIO, InputLineError
 from wrapper._cli._parser import ROUTES, build_parser, credentials, flag_params
+from wrapper._cli._record import Run, Target, host_of
 from wrapper._cli._routes import load_routes
 
 __all__ = ["main"]
@@ -57,13 +58,14 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m wrapper") 
             check = _param_checker(args.provider)
             check(params)
             client = _client(args, asynchronous=args.command == "batch")
+        batch = _batched(client, args, params) if args.command == "batch" else None
     except ValueError as exc:  # a parameter the client refuses, a missing credential, a bad routes file
         usage.error(_missing_credential(args, exc) or str(exc))
     try:
-        if args.command == "complete":
+        if batch is None:
             with client:
                 return _complete(client, args, params)
-        return asyncio.run(_batch(client, args, params, check, _command(prog, argv, args)))
+        return asyncio.run(_batch(batch, args, check, _command(prog, argv, args)))
     except BrokenPipeError:  # what reads the results stopped reading (-o - | head): stop, quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush can't fail now
         return FAILED
@@ -76,24 +78,53 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m wrapper") 
         return USAGE
 
 
-async def _batch(
-    client: Any, args: argparse.Namespace, params: dict[str, Any], check: Any, command: str
-) -> int:
-    async with client:
+async def _batch(batch: Batch, args: argparse.Namespace, check: Any, command: str) -> int:
+    async with batch.client:
         return await run_batch(
-            client,
-            None if args.provider == ROUTES else args.model,
+            batch,
             args.input,
             args.output,
-            concurrency=args.concurrency,
-            defaults=params,
             check=check,
             show_progress=args.progress,
             retry_failed=args.retry_failed,
-            requests_per_minute=getattr(args, "rpm", None),  # a router's limits are its routes'
-            tokens_per_minute=getattr(args, "tpm", None),
+            allow_changes=args.allow_changed_settings,
+            summary_path=args.summary,
             command=command,
         )
+
+
+def _batched(client: Any, args: argparse.Namespace, params: dict[str, Any]) -> Batch:
+    """The batch the flags ask for: on one model, over a routes file's routes, or a fan-out (several
+    models, or ``--fan-out`` over routes), and its run."""
+    from wrapper.router import AsyncRouter, Route
+
+    if args.provider == ROUTES:  # a router's limits are its routes'
+        targets = [_target(route.name, route.client, route.model, route.params) for route in client.routes]
+        run = Run("fan-out" if args.fan_out else "routes", targets, params)
+        return Batch(
+            run,
+            client,
+            args.concurrency,
+            budget_requests=args.budget_requests,
+            budget_tokens=args.budget_tokens,
+        )
+    models = args.model.split(",")
+    for model in models:
+        if not model.strip() or models.count(model) > 1:
+            raise ValueError(f"{args.model!r}: name each model of a fan-out once, separated by commas")
+    targets = [_target(model, client, model) for model in models]
+    budget = {"budget_requests": args.budget_requests, "budget_tokens": args.budget_tokens}
+    if len(models) == 1:
+        return Batch(Run("model", targets, params), client, args.concurrency, args.rpm, args.tpm, **budget)
+    # a fan-out: each model a route of its own, paced to the limits given
+    router = AsyncRouter(
+        [Route(client, model, requests_per_minute=args.rpm, tokens_per_minute=args.tpm) for model in models]
+    )
+    return Batch(Run("fan-out", targets, params), router, args.concurrency, **budget)
+
+
+def _target(name: str | None, client: Any, model: str, params: Any = None) -> Target:
+    return Target(name or model, client.API.name, host_of(client.base_url), model, dict(params or {}))
 
 
 def _same_file(input_path: str, output_path: str) -> bool:
@@ -124,7 +155,11 @@ def _missing_credential(args: argparse.Namespace, exc: ValueError) -> str | None
 def _command(prog: str, argv: list[str], args: argparse.Namespace) -> str:
     """This run's command line for the shell, each credential given as a flag shown as its variable."""
     given = [] if args.provider == ROUTES else credentials(args.provider)  # a routes file's stay in it
-    shown = {value: f'"${env}"' for _, keyword, env in given if (value := getattr(args, keyword))}
+    shown = {
+        value: f'"${env}"' if os.environ.get(env, value) == value else f"'<{keyword.upper()}>'"
+        for _, keyword, env in given
+        if (value := getattr(args, keyword))
+    }  # the variable, unless it holds another credential: then a placeholder to fill in
     words = [prog]
     for word in argv:
         flag, equals, value = word.partition("=")
@@ -197,6 +232,7 @@ def _request_params(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _complete(client: Any, args: argparse.Namespace, params: dict[str, Any]) -> int:
+    from wrapper.batch import completion_fields
     from wrapper.errors import APIError
 
     try:
@@ -206,7 +242,7 @@ def _complete(client: Any, args: argparse.Namespace, params: dict[str, Any]) -> 
             print()
         elif args.json:
             completion = client.complete(args.model, args.prompt, **params)
-            print(json.dumps({"index": 0, **result_fields(completion)}))
+            print(json.dumps({"index": 0, **completion_fields(completion)}))
         else:
             print(client.complete(args.model, args.prompt, **params).text)
     except APIError as exc:

@@ -4,7 +4,8 @@ The file ``-`` is standard input. An input is a non-blank line; its ``index`` is
 the file (blank lines count as positions, and are reported, not sent). Its optional ``"id"`` (a string or
 an integer) is what resume matches it by; a line with no id, or whose id is mistyped or already taken by
 an earlier line, is matched by its index instead. A line that can't be sent (not JSON, no prompt, a bad
-id, a parameter the client doesn't take) is handed to ``on_bad`` instead of stopping the run.
+id, a parameter the client doesn't take) is a ``Line`` with its ``error``: its results say why, and
+nothing is sent for it.
 
 ``input_size`` gives the size a regular file had when the run started; it is read no further, so lines
 appended meanwhile (by another program, or by a run writing its results into its own input) are left
@@ -21,16 +22,17 @@ from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, BinaryIO
 
-__all__ = ["STDIO", "Id", "Input", "InputLineError", "count_inputs", "input_size", "named", "read_inputs"]
+import attrs
+
+from wrapper.batch import InputLineError
+
+__all__ = ["STDIO", "Id", "InputLineError", "Line", "input_size", "named", "read_lines"]
 
 STDIO = "-"
 """The file name that stands for standard input (as the output: standard output)."""
 
 Id = str | int
 """An input's own ``"id"``: compared as JSON values, so ``7`` and ``"7"`` are different ids."""
-
-Input = tuple[int, Id | None, str, dict[str, Any]]
-"""One input to send: its index, its id (None: it has none), its prompt and its parameters."""
 
 _JSON_TYPES = {
     type(None): "null",
@@ -43,8 +45,20 @@ _JSON_TYPES = {
 }
 
 
-class InputLineError(ValueError):
-    """An input line that can't become a request."""
+@attrs.frozen
+class Line:
+    """One input line: its ``index``, its ``id`` (None: it has none, one that can't be used, or it is
+    refused: it is then matched by its index), the id as written (``given``: ``{"id": ...}`` if it has
+    one, copied to its results), and either its ``prompt`` and ``params`` (over the defaults) or the
+    ``error`` that refuses it; ``raw`` is the line's bytes (its fingerprint's, when refused)."""
+
+    index: int
+    id: Id | None
+    given: dict[str, Any]
+    raw: bytes
+    prompt: str = ""
+    params: dict[str, Any] = attrs.field(factory=dict)
+    error: InputLineError | None = None
 
 
 def named(path: str) -> str:
@@ -61,69 +75,42 @@ def input_size(path: str) -> int | None:
     return info.st_size if stat.S_ISREG(info.st_mode) else None
 
 
-def read_inputs(
+def read_lines(
     path: str,
     size: int | None,
     *,
-    skip: Callable[[int, Id | None], bool],
     claim: Callable[[Id], bool],
     defaults: Mapping[str, Any],
     check: Callable[[dict[str, Any], str], None],
-    on_bad: Callable[[int, Id | None, InputLineError], None],
     on_blank: Callable[[int], None] = lambda index: None,
-) -> Generator[Input, None, None]:
-    """Yield each input within the first ``size`` bytes (None: all) not ``skip``-ped, its params over
-    ``defaults`` and vetted, with its prompt, by ``check``.
+) -> Generator[Line, None, None]:
+    """Each non-blank line within the first ``size`` bytes (None: all), its params over ``defaults`` and
+    vetted, with its prompt, by ``check``.
 
-    ``claim(id)`` is asked once per id, in file order, for every line (skipped or not): False means an
-    earlier line has that id, which makes this line an ``InputLineError`` matched by its index.
-    ``on_blank(index)`` hears of each blank line.
+    ``claim(id)`` is asked once per id, in file order: False means an earlier line has that id, which
+    makes this line an ``InputLineError`` matched by its index. ``on_blank(index)`` hears of each blank
+    line.
     """
-    for index, line_id, fields in _keyed(path, size, claim, on_blank):
-        if skip(index, line_id):
-            continue
-        try:
-            if isinstance(fields, InputLineError):
-                raise fields
-            prompt, params = _prompt(fields)
-            params = {**defaults, **params}
-            check(params, prompt)
-        except InputLineError as exc:
-            on_bad(index, line_id, exc)
-            continue
-        yield index, line_id, prompt, params
-
-
-def count_inputs(path: str, size: int, skip: Callable[[int, Id | None], bool]) -> tuple[int, int]:
-    """How many inputs the file's first ``size`` bytes hold, and how many of them ``skip`` (one pass;
-    a file with no size, a pipe, can't be read twice).
-
-    Duplicate ids are not looked for here, so with duplicates the second number is an estimate.
-    """
-    total = skipped = 0
-    for index, line_id, _ in _keyed(path, size, claim=lambda _: True):
-        total += 1
-        skipped += skip(index, line_id)
-    return total, skipped
-
-
-def _keyed(
-    path: str,
-    size: int | None,
-    claim: Callable[[Id], bool],
-    on_blank: Callable[[int], None] = lambda index: None,
-) -> Iterator[tuple[int, Id | None, dict[str, Any] | InputLineError]]:
-    """Each input's index, its valid id (or None) and its other fields, or why it can't be read."""
     with _opened(path) as lines:
         for index, line in enumerate(lines if size is None else _within(lines, size)):
             if not line.strip():
                 on_blank(index)
                 continue
+            raw = line.rstrip(b"\r\n")
+            given: dict[str, Any] = {}
+            line_id: Id | None = None
             try:
-                fields = _object(line)
-                yield index, _take_id(fields, claim), fields
-            except InputLineError as exc:
-                yield index, None, exc
+                fields = _object(raw)
+                if "id" in fields:
+                    given["id"] = fields.pop("id")
+                    line_id = _checked_id(given["id"], claim)
+                prompt, params = _prompt(fields)
+                params = {**defaults, **params}
+                check(params, prompt)
+            except InputLineError as exc:  # a refused line's results are matched by its index
+                yield Line(index, None, given, raw, error=exc)
+                continue
+            yield Line(index, line_id, given, raw, prompt, params)
 
 
 @contextmanager
@@ -143,25 +130,22 @@ def _within(file: BinaryIO, size: int) -> Iterator[bytes]:
         yield line
 
 
-def _object(line: bytes) -> dict[str, Any]:
-    line = line.rstrip(b"\r\n")  # not the text's: an error at its end is reported there, not past the break
+def _object(raw: bytes) -> dict[str, Any]:
     try:
-        fields = json.loads(line.decode("utf-8-sig"))  # a byte-order mark, if any, is not the line's
+        fields = json.loads(raw.decode("utf-8-sig"))  # a byte-order mark, if any, is not the line's
     except UnicodeDecodeError as exc:
         raise InputLineError(f"not UTF-8 text (byte {exc.start + 1} is not UTF-8)") from None
     except json.JSONDecodeError as exc:  # the line is one line: its column is all there is to say
-        raise InputLineError(f"not JSON ({exc.msg} at column {exc.colno})") from None
+        where = "" if exc.msg.endswith(" at") else " at"  # "Unterminated string starting at" says it
+        raise InputLineError(f"not JSON ({exc.msg}{where} column {exc.colno})") from None
     if not isinstance(fields, dict):
         raise InputLineError(f"expected a JSON object, got {_JSON_TYPES[type(fields)]}")
     return fields
 
 
-def _take_id(fields: dict[str, Any], claim: Callable[[Id], bool]) -> Id | None:
-    """Remove and return the line's ``"id"`` (None when it has none)."""
-    if "id" not in fields:
-        return None
-    line_id = fields.pop("id")
-    if isinstance(line_id, bool) or not isinstance(line_id, (str, int)):
+def _checked_id(line_id: object, claim: Callable[[Id], bool]) -> Id:
+    """The line's ``"id"``, if it is a string or an integer that no earlier line has."""
+    if isinstance(line_id, bool) or not isinstance(line_id, str | int):
         raise InputLineError(f'"id" must be a string or an integer, not {_JSON_TYPES[type(line_id)]}')
     if not claim(line_id):
         raise InputLineError(f'duplicate "id" {json.dumps(line_id)}: an earlier line has it')

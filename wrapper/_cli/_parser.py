@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from wrapper import apis as _api
-from wrapper._cli._batch_command import REFUSALS_TO_STOP
+from wrapper._cli._batch_command import BUDGET_REACHED, REFUSALS_TO_STOP
 from wrapper._cli._cache_command import add_cache_parser
 from wrapper._cli._routes import ROUTES_HELP
 
@@ -47,7 +47,7 @@ def build_parser(prog: str = "python -m wrapper") -> argparse.ArgumentParser:
         for api in _api.NAMES:
             sub = providers.add_parser(api, help=f"call {api}", description=description)
             sub.set_defaults(command_parser=sub)  # its usage, for the errors found after parsing
-            sub.add_argument("model", help=_api.get(api).model_help)
+            sub.add_argument("model", help=_api.get(api).model_help + (_FAN_OUT if name == "batch" else ""))
             add_own(sub)
             _client_args(sub, api)
             _param_args(sub, api)
@@ -68,13 +68,16 @@ def build_parser(prog: str = "python -m wrapper") -> argparse.ArgumentParser:
 
 
 _APIS = "{" + ",".join(_api.NAMES) + "}"
+_FAN_OUT = "; several, separated by commas, get every prompt each (a fan-out)"
 _WIDTH = 78  # of a description the help prints as it is (next to usages that must keep their lines)
 _BATCH = (
     "Complete every prompt of INPUT.jsonl into OUTPUT.jsonl; run the same command again to resume. "
     f"If the first {REFUSALS_TO_STOP} answers are all refusals (401, 403 or 404: a wrong credential or "
     "model), the batch stops without writing them, so that the same command sends them again once "
     "the cause is fixed. 'batch routes ROUTES.json INPUT.jsonl -o OUTPUT.jsonl' spreads the prompts "
-    "over the routes of a file instead, each paced to its own limits (batch routes --help)."
+    "over the routes of a file instead, each paced to its own limits (batch routes --help); several "
+    "models separated by commas, or --fan-out with routes, send every prompt to each. Exit codes: 0 all "
+    f"done, 1 some failed, 2 a usage error, {BUDGET_REACHED} stopped at its budget, 130 interrupted."
 )
 
 
@@ -85,11 +88,17 @@ def _routes_parser(providers: Any) -> None:
         help="spread the prompts over the routes of a file",
         description="Complete every prompt of INPUT.jsonl into OUTPUT.jsonl over the routes of ROUTES.json, "
         "each paced to its own limits, a failing one's prompts sent to the others; run it again to resume. "
-        "Each result line names its route.",
+        "Each result line names its route. With --fan-out, every prompt goes to each route instead.",
     )
     sub.set_defaults(command_parser=sub)
     sub.add_argument("model", metavar="ROUTES.json", help=ROUTES_HELP)
     _batch_args(sub, limits=False)
+    sub.add_argument(
+        "--fan-out",
+        action="store_true",
+        help="send every prompt to each route (to compare them): one result per prompt and route, naming it "
+        "as its target; each route keeps its own limits and retries on itself",
+    )
     group = sub.add_argument_group("connection (of every route's client)")
     group.add_argument("--timeout", type=float, metavar="SECONDS", help="per request")
     group.add_argument(
@@ -132,7 +141,8 @@ def _overview(
         formatter_class=argparse.RawDescriptionHelpFormatter,  # the usages in the epilog, line by line
     )
     models = "; ".join(f"{api}: {_api.get(api).model_help}" for api in _api.NAMES)
-    overview.add_argument("model", help=f"the model ({models})")
+    fan_out = _FAN_OUT if add_own is _batch_args else ""
+    overview.add_argument("model", help=f"the model ({models}){fan_out}")
     add_own(overview)
     return overview
 
@@ -204,6 +214,33 @@ def _batch_args(parser: argparse.ArgumentParser, *, limits: bool = True) -> None
         "--retry-failed",
         action="store_true",
         help="send again the inputs whose result in the output is an error (rewritten without them first)",
+    )
+    parser.add_argument(
+        "--allow-changed-settings",
+        action="store_true",
+        help="resume an output written with other settings (API, host, model, parameters): its results "
+        "stand, and those whose request changed are sent again",
+    )
+    parser.add_argument(
+        "--budget-requests",
+        type=_natural,
+        metavar="N",
+        help="send at most N prompts in all, counting those already in the output (a fan-out: N prompt and "
+        f"target pairs); then stop, exit {BUDGET_REACHED}: a higher N goes on",
+    )
+    parser.add_argument(
+        "--budget-tokens",
+        type=_natural,
+        metavar="N",
+        help="spend at most N tokens (prompt and response) in all, counting those of the output's results; "
+        "a prompt whose estimate would go past it is not sent: the run stops, exit "
+        f"{BUDGET_REACHED}, a higher N goes on",
+    )
+    parser.add_argument(
+        "--summary",
+        metavar="PATH",
+        help="also write the summary as JSON to PATH: this run's figures, the output's totals per target or "
+        "route, the budget",
     )
     parser.add_argument(
         "--progress",

@@ -1,18 +1,26 @@
-"""The batch command's output file: one JSON line per finished input, safe to resume after any kill.
+"""The batch command's output file: its run record, then one JSON line per finished input and target,
+safe to resume after any kill.
+
+The file's first line is the run's record (``wrapper._cli._record``); a resume compares it with its own
+and refuses another run's file, naming the difference, unless told to allow it (its record is then
+appended). A file that is not a results file (a line that is neither a result nor a record) is refused
+before anything is written to it; a symlink is followed, and stays a link.
 
 Each result is appended as one ``os.write`` of a complete line to an ``O_APPEND`` descriptor, so a
 kill (even SIGKILL) leaves at worst one partial last line. Opening the file again drops that partial
-line and notes which inputs are done: by ``"id"`` for results that have one, else by ``"index"``.
-A line with an id that no result has yet owns the id-less result at its index, if there is one: that
-is the result it got before it had a (valid) id, so giving a line an id never earns it a second one.
-Indices go in a bitmap (a bit per input, so kilobytes for hundreds of thousands); ids go in a dict
-(about 100 bytes per id, so ~100 MB for a million), which also remembers the ids the run's input
-has claimed, to find duplicates without a second table. An exclusive ``flock`` keeps a second run
-from writing the same file at the same time.
+line and notes which inputs are done, per target: by ``"id"`` for results that have one, else by
+``"index"`` (``wrapper.batch.result_key``), each with the first 32 bits of its request's fingerprint. A
+result is its input's only if the fingerprints agree: a line whose request changed is sent again, and
+its new result replaces the old. A line with an id that no result has yet owns the id-less result at
+its index, if there is one: that is the result it got before it had a (valid) id, so giving a line an
+id never earns it a second one. Indices go in bitmaps and an array (a bit each, and 4 bytes of
+fingerprint); ids go in a dict, about 100 bytes per id. An exclusive ``flock`` keeps a second run from
+writing the same file at the same time.
 
-``drop_failures`` (``--retry-failed``) rewrites the file without its error results: into a locked
-temporary file beside it, fsynced, then renamed over it, so a kill at any point leaves either the old
-file or the new one, whole.
+A result that was replaced is dropped by a rewrite (at opening, or once the run is over), and so are
+the failed results for ``--retry-failed`` (``drop_failures``): into a temporary file created
+exclusively beside the file (``tempfile.mkstemp``), locked, fsynced, then renamed over it, so a kill at
+any point leaves either the old file or the new one, whole.
 
 ``StandardOutput`` (the output ``-``) writes the same lines to standard output and reads nothing back:
 there is nothing to resume from, so each run sends every input.
@@ -25,13 +33,21 @@ import json
 import os
 import stat
 import sys
+import tempfile
+from array import array
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from wrapper._cli._inputs import Id
+from wrapper.batch import RUN, ResultTotals, result_key
 
-__all__ = ["ResultFile", "StandardOutput"]
+from ._inputs import Id
+from ._record import Run, fingerprint_bits
 
-_DONE, _FAILED, _CLAIMED = 1, 2, 4  # flags of an id
+__all__ = ["OutputError", "ResultFile", "StandardOutput"]
+
+
+class OutputError(ValueError):
+    """An output the batch may not write to: not a results file, or another run's."""
 
 
 class _Bits:
@@ -50,126 +66,215 @@ class _Bits:
             self._bytes.extend(bytes(max(byte + 1, 2 * len(self._bytes)) - len(self._bytes)))
         self._bytes[byte] |= 1 << (index & 7)
 
+    def discard(self, index: int) -> None:
+        byte = index >> 3
+        if byte < len(self._bytes):
+            self._bytes[byte] &= ~(1 << (index & 7)) & 0xFF
 
-class _Finished:
-    """Which inputs have a result (and which of those failed), keyed by id, or by index without one."""
+
+class _Done:
+    """One target's results: by id, and by index for those without one; each with its fingerprint's bits
+    and whether it failed."""
 
     def __init__(self) -> None:
-        self._done = _Bits()
+        self._ids: dict[Id, int] = {}  # fingerprint bits << 1 | failed
+        self._indices = _Bits()
         self._failed = _Bits()
-        self._ids: dict[Id, int] = {}
+        self._bits = array("I")
 
-    def add(self, index: int, line_id: Id | None, failed: bool) -> None:
-        if line_id is not None:
-            self._ids[line_id] = self._ids.get(line_id, 0) | _DONE | (_FAILED if failed else 0)
+    def has(self, kind: str, value: Id) -> bool:
+        if kind == "id":
+            return value in self._ids
+        assert isinstance(value, int)
+        return value in self._indices
+
+    def add(self, kind: str, value: Id, bits: int, failed: bool) -> None:
+        if kind == "id":
+            self._ids[value] = bits << 1 | failed
             return
-        self._done.add(index)
-        if failed:
-            self._failed.add(index)
+        assert isinstance(value, int)
+        self._indices.add(value)
+        (self._failed.add if failed else self._failed.discard)(value)
+        if value >= len(self._bits):
+            self._bits.frombytes(bytes(4 * (max(value + 1, 2 * len(self._bits)) - len(self._bits))))
+        self._bits[value] = bits
 
-    def holds(self, index: int, line_id: Id | None) -> bool:
-        """Whether a result keyed exactly so (by this id, or by this index without an id) is here."""
-        return bool(self._ids.get(line_id, 0) & _DONE) if line_id is not None else index in self._done
+    def drop_index(self, index: int) -> None:
+        self._indices.discard(index)
 
-    def done(self, index: int, line_id: Id | None) -> bool:
-        """Whether the line at ``index`` with ``line_id`` has a result: its id's, else its index's."""
-        return self.holds(index, line_id) or index in self._done
-
-    def failed(self, index: int, line_id: Id | None) -> bool:
-        if line_id is not None and self.holds(index, line_id):
-            return bool(self._ids[line_id] & _FAILED)
-        return index in self._failed
-
-    def claim(self, line_id: Id) -> bool:
-        flags = self._ids.get(line_id, 0)
-        self._ids[line_id] = flags | _CLAIMED
-        return not flags & _CLAIMED
+    def find(self, index: int, line_id: Id | None) -> tuple[int, bool] | None:
+        """The fingerprint bits of the result of the input at ``index`` with ``line_id`` (its id's, else
+        the id-less one at its index) and whether it failed; None if it has none."""
+        if line_id is not None and (value := self._ids.get(line_id)) is not None:
+            return value >> 1, bool(value & 1)
+        if index in self._indices:
+            return self._bits[index], index in self._failed
+        return None
 
 
 class ResultFile:
-    """Results already written (``done``, ``failed``) and an appender for new ones (``write``)."""
+    """Results already written (``done``, ``failed``, ``totals``) and an appender for new ones (``write``).
 
-    def __init__(self, path: str) -> None:
+    ``run`` is the batch's: its record is compared with the file's, and its targets are what results are
+    kept for. A difference is an ``OutputError`` naming it unless ``allow_changes``, and so is a file
+    whose content is not results; either is refused before anything is written.
+    """
+
+    def __init__(self, path: str, run: Run, *, allow_changes: bool = False) -> None:
         self.path = path
-        self._finished = _Finished()
+        self.run = run
+        self.totals = ResultTotals()
+        self._claimed: set[Id] = set()
+        self._replaced = False  # a result written by this run replaced one: rewrite the file at the end
         self._fd = _open_locked(path)
         try:
-            self._load()
+            record, kept = self._load()
+            differences = self._differences(record)
+            if differences and self.totals.results and not allow_changes:
+                raise OutputError(
+                    f"{path} holds the results of another run ({'; '.join(differences)}): write this run's "
+                    "to another file, or pass --allow-changed-settings to add them to it (a result whose "
+                    "request changed is then sent again, and replaces it)"
+                )
+            os.ftruncate(self._fd, kept)  # a line cut short by a kill is redone
+            if differences or record is None:
+                self._append(self.run.record())
+            if self._stale:
+                self._rewrite(lambda line: True)
         except BaseException:
             os.close(self._fd)
             raise
 
-    def _load(self) -> None:
-        kept = 0  # bytes of complete lines
+    def _differences(self, record: Mapping[str, Any] | None) -> list[str]:
+        """How the run that wrote the file differs from this one (a file without results is refused for
+        none: it has nothing to mix up, and gets this run's record)."""
+        if record is None:
+            return (
+                ["it records no run: it was written before results files did"] if self.totals.results else []
+            )
+        return self.run.differences(record)
+
+    def _load(self) -> tuple[Mapping[str, Any] | None, int]:
+        """Read the file: its last run record (None: none) and the bytes of its complete lines."""
+        self._done: dict[str | None, _Done] = {}
+        self._stale: dict[tuple[Any, ...], int] = {}  # a replaced result's key -> the line that replaced it
+        self.totals = ResultTotals()
+        self._lines = 0
+        record: Mapping[str, Any] | None = None
+        kept = 0
         with open(self._fd, "rb", closefd=False) as existing:
-            for number, line in enumerate(existing, 1):
+            existing.seek(0)
+            for line in existing:
                 if not line.endswith(b"\n"):
-                    break  # a write cut short by a kill: drop it and redo that input
+                    if not self._lines:
+                        raise self._not_results(1, "is not a result line nor a run record")
+                    break  # a write cut short by a kill: dropped, and that input redone
+                self._lines += 1
                 kept += len(line)
-                key = _parse(line)
-                if key is None:
-                    print(f"{self.path}:{number}: not a result line; ignored", file=sys.stderr)
+                parsed = _parsed(line)
+                if isinstance(parsed, dict) and list(parsed) == [RUN]:
+                    record = parsed[RUN]
                     continue
-                self._finished.add(*key)
-        os.ftruncate(self._fd, kept)
+                key = result_key(parsed) if isinstance(parsed, dict) else None
+                if key is None:
+                    raise self._not_results(self._lines, "is not a result line nor a run record")
+                self._add(key, parsed)
+        return record, kept
 
-    def done(self, index: int, line_id: Id | None = None) -> bool:
-        """Whether the output already holds a result for the input with this id (None: none) at this
-        index: the id's result, or else the id-less one at that index."""
-        return self._finished.done(index, line_id)
+    def _not_results(self, number: int, why: str) -> OutputError:
+        return OutputError(
+            f"{self.path} is not a results file (its line {number} {why}): the results must go to a file of "
+            "their own, new or written by this command; nothing was written to it"
+        )
 
-    def failed(self, index: int, line_id: Id | None = None) -> bool:
+    def _add(self, key: tuple[Any, ...], result: Mapping[str, Any]) -> None:
+        """Note one result line (the ``self._lines``-th), which replaces its input's earlier one, if any."""
+        target, kind, value = key
+        done = self._done.setdefault(target, _Done())
+        if done.has(kind, value):
+            self._stale[key] = self._lines
+        if kind == "id" and done.has("index", result["index"]):  # its line's result from before its id
+            self._stale[(target, "index", result["index"])] = self._lines
+            done.drop_index(result["index"])
+        done.add(kind, value, fingerprint_bits(result.get("fingerprint")), result.get("error") is not None)
+        self.totals.add(result)
+
+    def done(self, target: str | None, index: int, line_id: Id | None, fingerprint: str) -> bool:
+        """Whether the output holds the result of this request: the input at ``index`` with ``line_id``
+        (None: none), its fingerprint the same (a result without one is anybody's)."""
+        found = self._done.get(target, _NONE).find(index, line_id)
+        return found is not None and found[0] in (0, fingerprint_bits(fingerprint))
+
+    def failed(self, target: str | None, index: int, line_id: Id | None) -> bool:
         """Whether the result the output holds for that input is an error."""
-        return self._finished.failed(index, line_id)
+        found = self._done.get(target, _NONE).find(index, line_id)
+        return found is not None and found[1]
 
     def claim(self, line_id: Id) -> bool:
         """Note that an input line has this id; False if an earlier one already had it."""
-        return self._finished.claim(line_id)
+        first = line_id not in self._claimed
+        self._claimed.add(line_id)
+        return first
 
     def write(self, result: dict[str, Any]) -> None:
-        """Append one result (``{"index": ..., ["id": ...,] ...}``) as a single complete line."""
-        line = _line(result)
-        written = os.write(self._fd, line)
-        while written < len(line):  # a short write (disk full, signal): finish the same line
-            written += os.write(self._fd, line[written:])
-        self._finished.add(result["index"], result.get("id"), "error" in result)
+        """Append one result line (``{"index": ..., ["id": ...,] ...}``) as a single complete line."""
+        key = result_key(result)
+        assert key is not None
+        self._append(result)
+        stale = len(self._stale)
+        self._add(key, result)
+        self._replaced = self._replaced or len(self._stale) > stale
+
+    def _append(self, line: Mapping[str, Any]) -> None:
+        data = _line(line)
+        written = os.write(self._fd, data)
+        while written < len(data):  # a short write (disk full, signal): finish the same line
+            written += os.write(self._fd, data[written:])
+        self._lines += 1
 
     def drop_failures(self) -> int:
-        """Rewrite the file without its error results (nor repeats of a result); return how many went.
+        """Rewrite the file without its error results (nor those replaced); return how many errors went.
 
-        Their inputs are then no longer done, so the run re-sends them.
+        Their inputs are then no longer done, so the run sends them again.
         """
-        directory, name = os.path.split(self.path)
-        temporary = os.path.join(directory, f".{name}.rewrite")
-        fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+        failed = self.totals.failed
+        self._rewrite(lambda line: line.get("error") is None)
+        return failed - self.totals.failed
+
+    def _rewrite(self, keep: Callable[[Mapping[str, Any]], bool]) -> None:
+        """Rewrite the file with its run records and the current results that ``keep`` keeps."""
+        real = os.path.realpath(self.path)  # a symlink stays one: its target is replaced
+        directory, name = os.path.split(real)
+        fd, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".rewrite", dir=directory)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # before the rename: the new file is never unlocked
-            kept, dropped = _Finished(), 0
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
             with open(self._fd, "rb", closefd=False) as old, open(fd, "wb", closefd=False) as new:
                 old.seek(0)
-                for line in old:  # _load left only complete lines
-                    key = _parse(line)
-                    if key is not None:
-                        index, line_id, failed = key
-                        if failed or kept.holds(index, line_id):
-                            dropped += 1
-                            continue
-                        kept.add(index, line_id, failed)
-                    new.write(line)  # results, and lines that are not results, kept as they are
+                for number, line in enumerate(old, 1):  # _load left only complete lines
+                    parsed = _parsed(line)
+                    key = result_key(parsed) if isinstance(parsed, dict) else None
+                    if key is None or (self._stale.get(key, 0) <= number and keep(parsed)):
+                        new.write(line)
             os.fchmod(fd, stat.S_IMODE(os.fstat(self._fd).st_mode))
             os.fsync(fd)
-            os.replace(temporary, self.path)
+            os.replace(temporary, real)
         except BaseException:
             os.close(fd)
             os.unlink(temporary)
             raise
         _fsync_directory(directory)
         os.close(self._fd)
-        self._fd, self._finished = fd, kept
-        return dropped
+        self._fd = fd
+        self._load()
 
     def close(self) -> None:
-        os.close(self._fd)
+        """Rewrite the file without the results this run replaced, and close it."""
+        try:
+            if self._replaced:
+                self._rewrite(lambda line: True)
+        finally:
+            os.close(self._fd)
 
     def __enter__(self) -> ResultFile:
         return self
@@ -178,17 +283,21 @@ class ResultFile:
         self.close()
 
 
+_NONE = _Done()
+
+
 class StandardOutput:
     """Results written to standard output as they finish, one line each, and never read back: no input
     is done before the run, so it sends every one (duplicate ids are still found)."""
 
     def __init__(self) -> None:
         self._ids: set[Id] = set()
+        self.totals = ResultTotals()
 
-    def done(self, index: int, line_id: Id | None = None) -> bool:
+    def done(self, target: str | None, index: int, line_id: Id | None, fingerprint: str) -> bool:
         return False
 
-    def failed(self, index: int, line_id: Id | None = None) -> bool:
+    def failed(self, target: str | None, index: int, line_id: Id | None) -> bool:
         return False
 
     def claim(self, line_id: Id) -> bool:
@@ -201,6 +310,7 @@ class StandardOutput:
         """Print one result line, flushed at once for whatever reads the other end."""
         sys.stdout.buffer.write(_line(result))
         sys.stdout.buffer.flush()
+        self.totals.add(result)
 
     def drop_failures(self) -> int:
         """Refused: standard output keeps no results to rewrite."""
@@ -218,17 +328,32 @@ class StandardOutput:
         pass
 
 
-def _line(result: dict[str, Any]) -> bytes:
+def _line(result: Mapping[str, Any]) -> bytes:
     """A result as one line of UTF-8 JSON."""
     return (json.dumps(result, ensure_ascii=False) + "\n").encode()
 
 
-def _open_locked(path: str) -> int:
-    """A descriptor of ``path`` (created if need be) holding its exclusive lock.
+def _parsed(line: bytes) -> Any:
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
 
-    If the lock was won on a file that ``drop_failures`` has meanwhile renamed over, try the new one.
+
+def _open_locked(path: str) -> int:
+    """A descriptor of ``path``, a regular file (created if need be; a symlink's target), holding its
+    exclusive lock.
+
+    If the lock was won on a file that a rewrite has meanwhile renamed over, try the new one.
     """
     while True:
+        try:
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                raise OutputError(
+                    f"{path} is not a regular file: the results go to a file (-o - for standard output)"
+                )
+        except FileNotFoundError:
+            pass  # created below (through a dangling symlink, at its target)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -247,19 +372,3 @@ def _fsync_directory(directory: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _parse(line: bytes) -> tuple[int, Id | None, bool] | None:
-    """A result line's index, id (None if it has none) and whether it is an error; None if not a result."""
-    try:
-        result = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(result, dict):
-        return None
-    index, line_id = result.get("index"), result.get("id")
-    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
-        return None
-    if isinstance(line_id, bool) or not isinstance(line_id, (str, int, type(None))):
-        return None
-    return index, line_id, "error" in result

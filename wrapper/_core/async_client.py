@@ -31,7 +31,7 @@ from .raw import RAW, AsyncWithRawResponse, AsyncWithStreamingResponse, RawRespo
 from .results import ResponseHeaders, routed, whole
 from .retries import Attempts, Picks, Target, arun
 from .settings import Connect, checked_http_client
-from .stream_body import DeadlinePassed, Received, in_time
+from .stream_body import DeadlinePassed, Received, awaited_in_time, in_time
 from .transports.choice import AsyncTransports
 from .transports.environment import proxy_in_env, ssl_context
 
@@ -55,8 +55,7 @@ def load_ahead() -> None:
     anyio backend, the default pools' TLS context (a CA bundle: 25 to 45 ms) and the User-Agent (the
     package's metadata: 15 to 40 ms); asyncio's debug mode reported the first client's 0.39 s.
 
-    This module calls it as it is imported (with an API's module); the modules and the two values load
-    once per process.
+    Each API module calls it as it is imported; the modules and the two values load once per process.
     """
     import anyio._backends._asyncio  # noqa: F401  (what anyio.connect_tcp imports)
     import httpcore._backends.anyio  # noqa: F401  (what httpcore's AutoBackend imports)
@@ -131,8 +130,14 @@ class AsyncClient(ClientCore):
         sent = attempts.bounded(request)
         transport = self._transports.ready() or await self._transports.pick()
         started = time.perf_counter()
+        left = attempts.left()
         try:
-            reply = await transport.send(sent)
+            if left == math.inf:
+                reply = await transport.send(sent)
+            else:  # the body too: a body trickled a byte at a time would outlast each read's timeout
+                reply = await awaited_in_time(transport.send(sent), left)
+        except DeadlinePassed:  # not an APIError: the attempt loop lets it through
+            raise
         except Exception as exc:
             raise self._failed(sent, started, exc) from exc
         return self._result(self._checked(reply, sent, started), route)
@@ -200,15 +205,14 @@ class AsyncClient(ClientCore):
             headers = ResponseHeaders(response.headers.raw)
             read = cast("StreamingWire", self._wire).chunk
             async with aclosing(sse.aevents(response)) as events:
-                late = functools.partial(received.too_late, attempts.options.deadline)
-                async for event in in_time(events, deadline, late):
+                async for event in in_time(events, deadline, received.too_late):
                     chunk = read(event, response, headers)
                     if chunk is not None:
                         yield received.add(chunk)
             received.check_complete(response.request)
         except httpx.TransportError as exc:
             if deadline is not None and loop.time() >= deadline:  # a read timed out at it
-                raise received.too_late(attempts.options.deadline) from exc
+                raise received.too_late() from exc
             raise
         finally:
             await response.aclose()
@@ -248,11 +252,7 @@ async def _streamed(
             response, first, rest = replayed(given, target, made, streams)
             return response, first, _replay(rest)
 
-        try:
-            response, first, chunks = await arun(lambda target: opening(target, made), made, replay)
-        except DeadlinePassed as exc:  # final: no attempt fits after it
-            assert made.request is not None
-            raise exc.error(made.request.as_httpx(), made.retries + 1) from exc.__cause__
+        response, first, chunks = await arun(lambda target: opening(target, made), made, replay)
         made.opened()
         if made.hooks and not made.was_answered:
             await made.asucceeded(None)
@@ -262,7 +262,7 @@ async def _streamed(
             async for chunk in chunks:
                 yield made.chunk(chunk)
         except DeadlinePassed as exc:
-            raise exc.error(response.request, made.retries + 1) from exc.__cause__
+            raise exc.error(response.request, made) from exc.__cause__
         except Exception as exc:
             raise stream_failed(response, exc, made) from exc
         finally:
@@ -303,6 +303,3 @@ def astream_routed(routing: Picks, prompt: str) -> AsyncCompletionStream:
         Attempts, routing.options, stream=True, routing=routing, prompt=prompt, build=build
     )
     return AsyncCompletionStream(_streamed(attempts, opening, streams=True))
-
-
-load_ahead()  # what building an async client and its first call need: loaded here, not in an event loop

@@ -167,7 +167,7 @@ def body_of(response: httpx.Response) -> Any:
     """The response's JSON, or its text when it is not JSON."""
     try:
         return json.loads(response.content)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than Python's stack allows
         return text_of(response)
 
 

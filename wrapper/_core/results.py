@@ -100,6 +100,12 @@ class TokenLogprob:
     logprob: float
     top_logprobs: tuple[tuple[str, float], ...]
 
+    def to_dict(self) -> dict[str, Any]:
+        """``{"token", "logprob", "top_logprobs": [{"token", "logprob"}, ...]}``, as ``Completion.to_dict()``
+        writes each of its ``logprobs``."""
+        top = [{"token": token, "logprob": value} for token, value in self.top_logprobs]
+        return {"token": self.token, "logprob": self.logprob, "top_logprobs": top}
+
 
 @attrs.frozen
 class _Result:
@@ -162,7 +168,7 @@ class _Result:
             "finish_reason": self.finish_reason,
             "prompt_tokens": self.prompt_tokens,
             "response_tokens": self.response_tokens,
-            "logprobs": None if self.logprobs is None else [_logprob_dict(lp) for lp in self.logprobs],
+            "logprobs": None if self.logprobs is None else [lp.to_dict() for lp in self.logprobs],
             "request_id": self.request_id,
             "route": self.route,
             "cached": self.cached,
@@ -210,11 +216,6 @@ class _Result:
             route=route,
             cached=cached,
         )
-
-
-def _logprob_dict(logprob: TokenLogprob) -> dict[str, Any]:
-    top = [{"token": token, "logprob": value} for token, value in logprob.top_logprobs]
-    return {"token": logprob.token, "logprob": logprob.logprob, "top_logprobs": top}
 
 
 _KINDS = {str: "a string", int: "an integer", bool: "true or false", list: "a list", Mapping: "a mapping"}

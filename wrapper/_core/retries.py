@@ -28,6 +28,7 @@ from wrapper.testing import is_testing
 from .error_mapping import timeout_phase
 from .hooks import FORGIVEN_429S, CallHooks, CallInfo
 from .redact import redacted_url
+from .stream_body import DeadlinePassed
 
 if TYPE_CHECKING:
     from .options import Options, RetryPolicy
@@ -93,9 +94,11 @@ class Attempts:
     target with each attempt, and each visit has hooks of its own, which see that attempt alone
     (``routing`` says why). The hooks' ``active()`` contexts are entered from the first attempt on,
     until the call is over (a stream's: until it opened). With a ``deadline``, each attempt's timeouts
-    are cut to the time left (``bounded``), and a failure after which no retry fits in it, or a wait
-    for a turn that outlasts it, raises ``APITimeoutError`` saying so. The loops follow ``next()`` and
-    ``failed()``; ``gave_up`` words the error they end with.
+    are cut to the time left (``bounded``). A failure whose wait before the next attempt (a backoff, a
+    target's cooldown) does not fit in what is left is final: it is raised as it is (its status, body
+    and ``Retry-After`` kept), its message saying that the deadline left no room to retry;
+    ``APITimeoutError`` is for an attempt the deadline cut short, or a wait for a turn that outlasted
+    it. The loops follow ``next()`` and ``failed()``; ``gave_up`` words the error they end with.
     """
 
     __slots__ = (
@@ -219,7 +222,7 @@ class Attempts:
                 self._pending = target
                 return cooling
             if cooling > 0 and self.last is not None:  # no time left to wait for its cooldown
-                raise self._ran_out(self.last)
+                raise self._no_room(self.last, cooling, self.left())
             # else the only target, and nothing tried yet: try it now
         self._pending = None
         return self._visit(target)
@@ -327,8 +330,9 @@ class Attempts:
             raise error  # the request's fault: no other target would take it
         self.last = error
         self._forgiven_pass = self._forgiven_pass and forgiven
-        if self.left() <= 0:
-            raise self._ran_out(error)
+        left = self.left()
+        if left <= 0:
+            raise self._no_room(error, 0.0, left)
         return 0.0  # on to the next target, spending no retry
 
     def _retry(self, error: APIError, forgiven: bool) -> float:
@@ -352,8 +356,9 @@ class Attempts:
             self.forgiven += 1
         else:
             self.retries += 1
-        if delay >= self.left():
-            raise self._ran_out(error)
+        left = self.left()
+        if delay >= left:
+            raise self._no_room(error, delay, left)
         for hook in self.hooks:
             hook.retrying(error, self.made, delay)
         return delay
@@ -369,29 +374,56 @@ class Attempts:
         """What to raise once ``error`` is final: a timeout the deadline had cut short says that the
         deadline ran out; another connection error says how many attempts were made (``begun``: and
         that a stream that had begun was not retried)."""
-        phase = timeout_phase(error.__cause__)
-        if phase is not None and self._cut is not None:
-            configured = getattr(self.sending.timeout, phase)
-            if configured is None or configured > self._cut:
-                return self._ran_out(error)
+        if self._cut_short(error):
+            return self._ran_out(error)
         if isinstance(error, APIConnectionError):
             note = "; a stream that has begun is not retried" if begun else ""
             error.message += f" (after {_attempts(self.made)}{note})"
             error.args = (error.message,)
         return error
 
+    def _cut_short(self, error: APIError) -> bool:
+        """Whether ``error`` is a timeout that ran out at the deadline, before the client's own timeout."""
+        phase = timeout_phase(error.__cause__)
+        if phase is None or self._cut is None:
+            return False
+        configured = getattr(self.sending.timeout, phase)
+        return configured is None or configured > self._cut
+
+    def _no_room(self, error: APIError, delay: float, left: float) -> APIError:
+        """``error``, final since the wait before a retry (``delay``) does not fit in what the deadline
+        has ``left``: its message says so; a timeout the deadline cut short is an ``APITimeoutError``."""
+        if self._cut_short(error):
+            return self._ran_out(error)
+        error.message += (
+            f"; the call's deadline of {self.options.deadline:g} s left no room to retry "
+            f"({max(left, 0.0):.2f} s left, {delay:.2f} s to wait before the next attempt)"
+        )
+        error.args = (error.message,)
+        return error
+
+    def ran_out(self, after: str, where: str = "") -> str:
+        """What an ``APITimeoutError`` says when the deadline passed during the call (``where``, e.g.
+        "before the response was complete, "), ``after`` what, and the time the call took."""
+        elapsed = time.monotonic() - self.started
+        return (
+            f"the call's deadline of {self.options.deadline or 0.0:g} s ran out {where}after {after} "
+            f"({elapsed:.2f} s elapsed)"
+        )
+
+    def too_late(self, passed: DeadlinePassed) -> APITimeoutError:
+        """The ``APITimeoutError`` for a deadline that ``passed`` while a response was read."""
+        assert self.request is not None
+        return passed.error(self.request.as_httpx(), self)
+
     def _ran_out(self, error: APIError | None) -> APITimeoutError:
         if error is None:  # before any attempt failed: it waited for its turn
             assert self.request is not None
             return APITimeoutError(
-                f"the call's deadline of {self.options.deadline:g} s ran out after {_attempts(self.made)}, "
-                "waiting for its turn",
-                request=self.request.as_httpx(),
+                f"{self.ran_out(_attempts(self.made))}, waiting for its turn", request=self.request.as_httpx()
             )
         timeout = APITimeoutError(
-            f"the call's deadline of {self.options.deadline:g} s ran out after {_attempts(self.made)}; "
-            f"the last failed with: {error}",
-            request=error.request,
+            f"{self.ran_out(_attempts(self.made))}; the last failed with: {error}", request=error.request
         )
         timeout.__cause__ = error
         return timeout
@@ -431,26 +463,29 @@ def run(
 ) -> T:
     """``attempt(target)`` until it returns, as ``attempts`` says; or, with ``answered``, what it makes of
     the hooks' answer, when one gives it before the first attempt (of each target, when routed)."""
-    while True:
-        target = attempts.next()
-        if type(target) is float:
-            sleep(target)
-            continue
-        if answered is not None and (given := attempts.answer()) is not None:
-            return answered(given, target)  # type: ignore[arg-type]
-        for hook in attempts.hooks:
-            hook.before()
-        attempts.went()
-        try:
-            return attempt(target)  # type: ignore[arg-type]
-        except APIError as error:
+    try:
+        while True:
+            target = attempts.next()
+            if type(target) is float:
+                sleep(target)
+                continue
+            if answered is not None and (given := attempts.answer()) is not None:
+                return answered(given, target)  # type: ignore[arg-type]
+            for hook in attempts.hooks:
+                hook.before()
+            attempts.went()
             try:
-                delay = attempts.failed(error)
-            except APIError as final:
-                final = attempts.gave_up(final) if final is error else final
-                raise final from final.__cause__
-        if delay:
-            sleep(delay)
+                return attempt(target)  # type: ignore[arg-type]
+            except APIError as error:
+                try:
+                    delay = attempts.failed(error)
+                except APIError as final:
+                    final = attempts.gave_up(final) if final is error else final
+                    raise final from final.__cause__
+            if delay:
+                sleep(delay)
+    except DeadlinePassed as passed:  # while a response was read: final, no attempt fits after it
+        raise attempts.too_late(passed) from passed.__cause__
 
 
 async def arun(
@@ -459,23 +494,26 @@ async def arun(
     answered: Callable[[Completion | Sequence[CompletionChunk], Target | None], T] | None = None,
 ) -> T:
     """``await attempt(target)`` until it returns, as ``attempts`` says (``answered``: as ``run``'s)."""
-    while True:
-        target = attempts.next()
-        if type(target) is float:
-            await asleep(target)
-            continue
-        if answered is not None and (given := await attempts.aanswer()) is not None:
-            return answered(given, target)  # type: ignore[arg-type]
-        for hook in attempts.hooks:
-            await hook.abefore()
-        attempts.went()
-        try:
-            return await attempt(target)  # type: ignore[arg-type]
-        except APIError as error:
+    try:
+        while True:
+            target = attempts.next()
+            if type(target) is float:
+                await asleep(target)
+                continue
+            if answered is not None and (given := await attempts.aanswer()) is not None:
+                return answered(given, target)  # type: ignore[arg-type]
+            for hook in attempts.hooks:
+                await hook.abefore()
+            attempts.went()
             try:
-                delay = await attempts.afailed(error)
-            except APIError as final:
-                final = attempts.gave_up(final) if final is error else final
-                raise final from final.__cause__
-        if delay:
-            await asleep(delay)
+                return await attempt(target)  # type: ignore[arg-type]
+            except APIError as error:
+                try:
+                    delay = await attempts.afailed(error)
+                except APIError as final:
+                    final = attempts.gave_up(final) if final is error else final
+                    raise final from final.__cause__
+            if delay:
+                await asleep(delay)
+    except DeadlinePassed as passed:  # while a response was read: final, no attempt fits after it
+        raise attempts.too_late(passed) from passed.__cause__

@@ -31,13 +31,13 @@ from .retries import Attempts, Picks, Target, run
 from .settings import Connect, checked_http_client
 from .stream_body import DeadlinePassed, Received, Watchdog
 from .transports.environment import proxy_in_env, ssl_context
-from .transports.httpx_transport import HttpxTransport
+from .transports.httpx_transport import HttpxTransport, reply_of
 from .transports.sync_pool import CheckoutTransport
 
 if TYPE_CHECKING:
     from .results import Completion, CompletionChunk
     from .streams import CompletionStream
-    from .transports.base import Request
+    from .transports.base import Reply, Request
     from .wires import StreamingWire
 
 __all__ = ["SyncClient", "complete_routed", "stream_routed"]
@@ -122,10 +122,33 @@ class SyncClient(ClientCore):
         sent = attempts.bounded(request)
         started = time.perf_counter()
         try:
-            reply = self._transport.send(sent)
+            reply = self._reply(sent, attempts)
+        except DeadlinePassed:  # not an APIError: the attempt loop lets it through
+            raise
         except Exception as exc:
             raise self._failed(sent, started, exc) from exc
         return self._result(self._checked(reply, sent, started), route)
+
+    def _reply(self, request: Request, attempts: Attempts) -> Reply:
+        """The reply to ``request``, its body read before the call's deadline (else ``DeadlinePassed``):
+        httpcore times each read, so a body trickled a byte at a time, or chunked without end, would
+        outlast it; a ``Watchdog`` shuts the socket down when it passes."""
+        if attempts.left() == math.inf:
+            return self._transport.send(request)
+        response = self._transport.stream(request, None)
+        watchdog = Watchdog(response, attempts.left())
+        try:
+            response.read()
+        except httpx.TransportError as exc:
+            if watchdog.fired:
+                raise DeadlinePassed() from exc
+            raise
+        finally:
+            watchdog.stop()
+            response.close()
+        if watchdog.fired:  # a body that ends with its connection ended there: cut short
+            raise DeadlinePassed()
+        return reply_of(response)
 
     def _stream(self, model: str, prompt: str, kwargs: Mapping[str, Any]) -> CompletionStream:
         """The stream of a call (arguments checked now, the request sent on the first ``next()``)."""
@@ -188,14 +211,14 @@ class SyncClient(ClientCore):
             read = cast("StreamingWire", self._wire).chunk
             for event in sse.events(response):
                 if deadline is not None and time.monotonic() >= deadline:  # also where no watchdog runs
-                    raise received.too_late(attempts.options.deadline)
+                    raise received.too_late()
                 chunk = read(event, response, headers)
                 if chunk is not None:
                     yield received.add(chunk)
             received.check_complete(response.request)
         except httpx.TransportError:
             if deadline is not None and time.monotonic() >= deadline:  # the watchdog shut the socket
-                raise received.too_late(attempts.options.deadline) from None  # not the shutdown's error
+                raise received.too_late() from None  # not the shutdown's error
             raise
         finally:
             watchdog.stop()
@@ -224,11 +247,7 @@ def _streamed(
             response, first, rest = replayed(given, target, made, streams)
             return response, first, iter(rest)
 
-        try:
-            response, first, chunks = run(lambda target: opening(target, made), made, replay)
-        except DeadlinePassed as exc:  # final: no attempt fits after it
-            assert made.request is not None
-            raise exc.error(made.request.as_httpx(), made.retries + 1) from exc.__cause__
+        response, first, chunks = run(lambda target: opening(target, made), made, replay)
         made.opened()
         if not made.was_answered:
             made.succeeded(None)
@@ -237,7 +256,7 @@ def _streamed(
             yield made.chunk(first)
             yield from map(made.chunk, chunks) if made.hooks else chunks
         except DeadlinePassed as exc:
-            raise exc.error(response.request, made.retries + 1) from exc.__cause__
+            raise exc.error(response.request, made) from exc.__cause__
         except Exception as exc:
             raise stream_failed(response, exc, made) from exc
         finally:

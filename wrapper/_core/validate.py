@@ -324,6 +324,8 @@ def json_object(content: bytes | str) -> dict[str, Any]:
         data = _loads(content)
     except ValueError:
         raise Malformed("is not JSON") from None
+    except RecursionError:
+        raise Malformed("is JSON nested too deeply to read") from None
     if not isinstance(data, dict):
         raise Malformed("is not a JSON object")
     return data

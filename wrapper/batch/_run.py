@@ -6,7 +6,9 @@ million prompts from a file never sit in memory. Each prompt is one call of the 
 the keyword arguments split and checked once for the batch), with hooks of the batch's
 (``wrapper.CallHooks``): every attempt waits for a limiter (``wrapper.pacing``: requests and tokens
 per minute when given, slowing down on 429s, a 429's Retry-After, as the retry policy cuts it, pausing
-every request rather than one, none past its deadline), and is counted in the batch's stats.
+every request rather than one, none past its deadline), and is counted in the batch's stats. A
+``Budget`` is asked as each prompt is about to be sent: once it says no, nothing more is sent and the
+prompts in flight finish.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ from wrapper import CallHooks, CallInfo, Completion
 from wrapper.errors import APIError, RateLimitError
 from wrapper.pacing import Limiter, Pacer, estimate_tokens, used_tokens, wait_turn
 
+from ._budget import Budget
+from ._format import completion_fields, error_fields
 from ._stats import BatchStats, Tally
 
 if TYPE_CHECKING:
@@ -67,11 +71,13 @@ Job = tuple[int, str, Mapping[str, Any]]
 
 @attrs.frozen
 class BatchResult:
-    """One prompt's outcome: its index in the input and either its completion or its typed error."""
+    """One prompt's outcome: its index in the input and either its completion or its typed error; in a
+    fan-out (``fan_out_with``, ``Router.fan_out``), the ``target`` that answered it."""
 
     index: int
     completion: Completion | None = None
     error: APIError | None = None
+    target: str | None = attrs.field(default=None, kw_only=True)
 
     @property
     def ok(self) -> bool:
@@ -91,6 +97,24 @@ class BatchResult:
     def request_id(self) -> str | None:
         """The final response's ``x-request-id``, for the provider's support."""
         return self.headers.get("x-request-id")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as a result line, the same as the command line writes and Ray's columns: ``index``,
+        ``target`` (in a fan-out), then ``text``, ``finish_reason``, ``prompt_tokens``,
+        ``response_tokens``, ``logprobs``, ``request_id``, ``route`` (as ``Completion.to_dict()`` gives
+        them) and ``error`` (``{"type", "status", "message"}``), the completion's fields None on an error
+        and ``error`` None on a success."""
+        line: dict[str, Any] = {"index": self.index}
+        if self.target is not None:
+            line["target"] = self.target
+        return {**line, **self.fields()}
+
+    def fields(self) -> dict[str, Any]:
+        """``to_dict()`` but for ``index`` and ``target``: the fields a line holds of any result."""
+        if self.completion is not None:
+            return completion_fields(self.completion)
+        assert self.error is not None
+        return error_fields(self.error, self.request_id)
 
 
 class BatchIterator(Iterator[BatchResult]):
@@ -146,6 +170,9 @@ class BatchOptions(TypedDict, total=False):
     """The request rate the batch is paced to, evenly (None, the default: none; 429s slow it down)."""
     tokens_per_minute: float | None
     """The token rate the batch is paced to, tokens estimated before each request (None: none)."""
+    budget: Budget | None
+    """A cap on the prompts and tokens the batch sends (``wrapper.batch.Budget``; None: none). Once it
+    is reached the batch ends: the prompts it held back get no result, those in flight finish."""
 
 
 _DEFAULTS: BatchOptions = {
@@ -154,6 +181,7 @@ _DEFAULTS: BatchOptions = {
     "return_exceptions": False,
     "requests_per_minute": None,
     "tokens_per_minute": None,
+    "budget": None,
 }
 
 
@@ -171,10 +199,11 @@ def complete_many(client: SyncClient, model: str, prompts: Iterable[str], **kwar
     ``return_exceptions=True``, which yields it as a result. Requests are paced evenly to
     ``requests_per_minute`` and ``tokens_per_minute`` (tokens are estimated) and slow down on 429s;
     each prompt gets the client's ``max_retries``. Breaking out of the loop (or ``close()``) stops the
-    batch; requests already sent finish on their own.
+    batch; requests already sent finish on their own. With a ``budget``, the batch ends once it is
+    reached: the prompts it held back get no result, and the prompts in flight finish.
     """
     batch, params, given = _paced(client, model, prompts, kwargs, _Paced)
-    return BatchIterator(_run(batch, _numbered(prompts, params), given), batch.tally)
+    return BatchIterator(_run(batch, _numbered(prompts, params), *_window(given)), batch.tally)
 
 
 def complete_with(
@@ -184,12 +213,13 @@ def complete_with(
     the batch's own: a router's ``complete`` (``wrapper.router``), whose routes pace themselves.
 
     ``complete`` passes its ``hooks`` option on to the clients' calls it makes: the batch counts their
-    attempts (and each route's, in ``BatchStats.routes``).
+    attempts (and each route's, in ``BatchStats.routes``) and asks the ``budget`` before each prompt's
+    first.
     """
     given = _unpaced(kwargs)
-    _check_arguments(prompts, given["concurrency"])
-    batch = _Batch(_routed(complete), _Counted, cached=True)
-    return BatchIterator(_run(batch, _numbered(prompts, kwargs), given), batch.tally)
+    _check_arguments(prompts, given["concurrency"], given["budget"])
+    batch = _Batch(_routed(complete), _Counted, given["budget"], cached=True)
+    return BatchIterator(_run(batch, _numbered(prompts, kwargs), *_window(given)), batch.tally)
 
 
 def acomplete_many(
@@ -201,7 +231,7 @@ def acomplete_many(
     the requests in flight.
     """
     batch, params, given = _paced(client, model, prompts, kwargs, _APaced)
-    return AsyncBatchIterator(_arun(batch, _jobs(prompts, params), given), batch.tally)
+    return AsyncBatchIterator(_arun(batch, _jobs(prompts, params), *_window(given)), batch.tally)
 
 
 def acomplete_with(
@@ -210,9 +240,9 @@ def acomplete_with(
     """The async ``complete_with``: ``await complete(prompt, **kwargs)`` for every prompt (an async
     router's ``complete``), prompts from an iterable or an async iterable."""
     given = _unpaced(kwargs)
-    _check_arguments(prompts, given["concurrency"])
-    batch = _Batch(_routed(complete), _Counted, cached=True)
-    return AsyncBatchIterator(_arun(batch, _jobs(prompts, kwargs), given), batch.tally)
+    _check_arguments(prompts, given["concurrency"], given["budget"])
+    batch = _Batch(_routed(complete), _Counted, given["budget"], cached=True)
+    return AsyncBatchIterator(_arun(batch, _jobs(prompts, kwargs), *_window(given)), batch.tally)
 
 
 def acomplete_jobs(
@@ -229,24 +259,22 @@ def acomplete_jobs(
     (``wrapper.router``), whose routes pace themselves: no limit nor limiter is taken then.
     """
     given = _batch_options(dict(kwargs))
-    _check_arguments(jobs, given["concurrency"])
+    budget = given["budget"]
+    _check_arguments(jobs, given["concurrency"], budget)
     rpm, tpm = given["requests_per_minute"], given["tokens_per_minute"]
     if model is None:
         if limiter is not None or rpm is not None or tpm is not None:
             raise ValueError("a router paces each route to its own limits: pass no limit nor limiter")
-        batch = _Batch(_routed(cast("AsyncCompleter", client).complete), _Counted, cached=True)
+        batch = _Batch(_routed(cast("AsyncCompleter", client).complete), _Counted, budget, cached=True)
     else:
         if limiter is None:
             limiter = Pacer(rpm, tpm)
         elif rpm is not None or tpm is not None:
             raise ValueError("pass requests_per_minute/tokens_per_minute or a limiter, not both")
         options = cast("AsyncClient", client).options
-        batch = _Batch(
-            _calls(client, model, options),
-            functools.partial(_APaced, limiter, options.retry),
-            cached=options.cache is not None,
-        )
-    return AsyncBatchIterator(_arun(batch, jobs, given), batch.tally)
+        hooks = functools.partial(_APaced, limiter, options.retry)
+        batch = _Batch(_calls(client, model, options), hooks, budget, cached=options.cache is not None)
+    return AsyncBatchIterator(_arun(batch, jobs, *_window(given)), batch.tally)
 
 
 class AsyncCompleter(Protocol):
@@ -262,18 +290,17 @@ def _paced(
     """A client's batch, paced to its limits by a ``Pacer`` of its own (``hooks``: the sync or async
     hooks that wait for it), each prompt's parameters, and the batch's options."""
     given = _batch_options(kwargs)
-    _check_arguments(prompts, given["concurrency"])
+    _check_arguments(prompts, given["concurrency"], given["budget"])
     params, options = client.options.split(kwargs)
     pacer = Pacer(given["requests_per_minute"], given["tokens_per_minute"])
-    return (
-        _Batch(
-            _calls(client, model, options),
-            functools.partial(hooks, pacer, options.retry),
-            cached=options.cache is not None,
-        ),
-        params,
-        given,
-    )
+    paced = functools.partial(hooks, pacer, options.retry)
+    batch = _Batch(_calls(client, model, options), paced, given["budget"], cached=options.cache is not None)
+    return batch, params, given
+
+
+def _window(given: BatchOptions) -> tuple[int, bool, bool]:
+    """How ``_run`` and ``_arun`` hand results back: the concurrency, ``ordered``, ``return_exceptions``."""
+    return given["concurrency"], given["ordered"], given["return_exceptions"]
 
 
 def _unpaced(kwargs: dict[str, Any]) -> BatchOptions:
@@ -307,11 +334,13 @@ def _routed(complete: Callable[..., Any]) -> Send:
     return send
 
 
-def _check_arguments(prompts: object, concurrency: int) -> None:
+def _check_arguments(prompts: object, concurrency: int, budget: object = None) -> None:
     if isinstance(prompts, str):
         raise TypeError("prompts must be an iterable of strings, not one string")
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise ValueError(f"concurrency must be a positive integer, got {concurrency!r}")
+    if budget is not None and not isinstance(budget, Budget):
+        raise TypeError(f"budget must be a wrapper.batch.Budget (or None), got {type(budget).__name__}")
 
 
 def _numbered(prompts: Iterable[str], params: Mapping[str, Any]) -> Iterator[Job]:
@@ -338,24 +367,32 @@ def _checked(job: Job) -> Job:
 
 
 class _Prompt:
-    """One prompt's attempts so far, over every call made for it (a router makes one per route)."""
+    """One prompt's attempts so far, over every call made for it (a router makes one per route), and the
+    tokens it booked with the batch's budget (None: not admitted yet)."""
 
-    __slots__ = ("cache_missed", "sent")
+    __slots__ = ("booked", "cache_missed", "sent")
 
     def __init__(self) -> None:
         self.sent = 0
+        self.booked: int | None = None
         self.cache_missed = False
 
 
 class _Batch:
-    """What a batch's prompts share: how one is sent, the hooks of its calls, the tally, and (for a sync
-    batch) the event that ends it."""
+    """What a batch's prompts share: how one is sent, the hooks of its calls, the tally, the budget, and
+    (for a sync batch) the event that ends it."""
 
     def __init__(
-        self, send: Send, hooks: Callable[[_Batch, _Prompt, CallInfo], CallHooks], *, cached: bool
+        self,
+        send: Send,
+        hooks: Callable[[_Batch, _Prompt, CallInfo], CallHooks],
+        budget: Budget | None = None,
+        *,
+        cached: bool,
     ) -> None:
         self.send = send
         self.hooks = hooks
+        self.budget = budget
         self.tally = Tally()
         self.stop = threading.Event()
         self.context = contextvars.copy_context()  # the caller's: its current span is each prompt's parent
@@ -368,20 +405,47 @@ class _Batch:
         if self.samples is None:
             return job
         index, prompt, params = job
-        text = json.dumps([prompt, params], sort_keys=True, default=repr, ensure_ascii=False)
+        text = json.dumps(
+            [prompt, params, self.target(job)], sort_keys=True, default=repr, ensure_ascii=False
+        )
         digest = hashlib.blake2b(text.encode(), digest_size=16).digest()
         sample = self.samples.get(digest, 0)
         self.samples[digest] = sample + 1
         return job if sample == 0 else (index, prompt, {**params, "cache_sample": sample})
 
-    def complete(self, job: Job) -> Any:
+    def sender(self, job: Job) -> Send:
+        """How ``job`` is sent (a fan-out's: to its target)."""
+        return self.send
+
+    def target(self, job: Job) -> int:
+        """The number of ``job``'s target (a fan-out's; else 0): samples are numbered per target."""
+        return 0
+
+    def complete(self, job: Job, state: _Prompt) -> Any:
         """A job's call (its completion, or an awaitable of it), with the batch's hooks."""
         _, prompt, params = job
-        return self.send(prompt, params, functools.partial(self.hooks, self, _Prompt()))
+        return self.sender(job)(prompt, params, functools.partial(self.hooks, self, state))
+
+    def result(
+        self, index: int, completion: Completion | None = None, error: APIError | None = None
+    ) -> BatchResult:
+        """The result of the job numbered ``index``."""
+        return BatchResult(index, completion, error)
+
+    def held_back(self) -> bool:
+        """Whether the budget stopped the batch: no more jobs start."""
+        return self.budget is not None and self.budget.reached
 
     def counted(self, completion: Completion) -> Completion:
         self.tally.completed(completion)
         return completion
+
+    def ended(self, state: _Prompt, error: BaseException | None) -> None:
+        """A prompt's call is over: a failure counted by its type, an unspent booking given back."""
+        if isinstance(error, APIError):
+            self.tally.failure(type(error).__name__)
+        if state.booked is not None and self.budget is not None:
+            self.budget.release(state.booked)
 
 
 class _Counted(CallHooks):
@@ -389,7 +453,8 @@ class _Counted(CallHooks):
 
     A 429 met the batch's own pace, which the limiter lowers for it (and pauses for its Retry-After):
     the attempt loop retries it without spending a retry (at most ``FORGIVEN_429S`` times a call). A
-    sync batch's attempt still waiting when the batch ends is not sent.
+    sync batch's attempt still waiting when the batch ends is not sent, nor a prompt's first when the
+    budget says no.
     """
 
     def __init__(self, batch: _Batch, prompt: _Prompt, call: CallInfo) -> None:
@@ -397,6 +462,7 @@ class _Counted(CallHooks):
         self.route = None if call.route is None else batch.tally.route(call.route)
         self.tallies = (batch.tally,) if self.route is None else (batch.tally, self.route)
         self.stop = batch.stop
+        self.budget = batch.budget
         self.prompt = prompt
         self.estimate = estimate_tokens(call.prompt, call.params, call.client.API.max_tokens)
         self.sent_at = 0.0
@@ -404,6 +470,10 @@ class _Counted(CallHooks):
     def before(self) -> None:
         if self.stop.is_set():  # a retry's wait ended after the batch did
             raise _Stopped
+        if self.budget is not None and self.prompt.booked is None:  # the prompt's first attempt
+            if not self.budget.admit(self.estimate):
+                raise _HeldBack
+            self.prompt.booked = self.estimate
         self.sent_at = time.monotonic()
         retry, self.prompt.sent = self.prompt.sent > 0, self.prompt.sent + 1
         for tally in self.tallies:
@@ -419,6 +489,9 @@ class _Counted(CallHooks):
         self._answered()
         if self.route is not None and completion is not None:
             self.route.completed(completion)
+        if self.budget is not None and self.prompt.booked is not None:
+            self.budget.settle(self.prompt.booked, used_tokens(completion, self.estimate))
+            self.prompt.booked = None
 
     def failed(self, error: APIError) -> bool:
         self._answered()
@@ -434,7 +507,7 @@ class _Counted(CallHooks):
 
     def finished(self, error: BaseException | None) -> None:
         if self.route is not None and isinstance(error, APIError):
-            self.route.add("failed")
+            self.route.failure(type(error).__name__)
         options = self.call.options
         if (
             self.prompt.sent
@@ -545,13 +618,16 @@ class _Window(Generic[F]):
             yield self._pending.pop(future), future
 
 
-def _result(index: int, future: _Pending, keep: bool) -> BatchResult:
+def _result(batch: _Batch, index: int, future: _Pending, keep: bool) -> BatchResult | None:
+    """The job's result; None for a prompt the budget held back (it has none: it was not sent)."""
     try:
-        return BatchResult(index, completion=future.result())
+        return batch.result(index, completion=future.result())
+    except _HeldBack:
+        return None
     except APIError as exc:
         if not keep:
             raise
-        return BatchResult(index, error=exc)
+        return batch.result(index, error=exc)
     except (TypeError, ValueError) as exc:  # refused before sending: say which prompt
         if type(exc) in (TypeError, ValueError) and exc.args and isinstance(exc.args[0], str):
             exc.args = (f"{exc.args[0]} (the prompt at index {index})", *exc.args[1:])
@@ -562,13 +638,21 @@ class _Stopped(BaseException):
     """The batch ended while this request was waiting for its turn (like a cancelled task: no failure)."""
 
 
+class _HeldBack(BaseException):
+    """The budget said no to this prompt as it was about to be sent: no request, no result."""
+
+
 def _complete(batch: _Batch, job: Job) -> Completion:
     """One prompt in a worker thread: its call, paced and counted by the batch's hooks."""
+    state = _Prompt()
+    error: BaseException | None = None
     try:
-        return batch.counted(batch.complete(job))
-    except APIError:
-        batch.tally.add("failed")
+        return batch.counted(batch.complete(job, state))
+    except BaseException as exc:
+        error = exc
         raise
+    finally:
+        batch.ended(state, error)
 
 
 class _Workers:
@@ -610,16 +694,21 @@ class _Workers:
                 future.set_exception(exc)
 
 
-def _run(batch: _Batch, jobs: Iterable[Job], given: BatchOptions) -> Generator[BatchResult, None, None]:
-    concurrency, keep = given["concurrency"], given["return_exceptions"]
-    window: _Window[Future[Completion]] = _Window(given["ordered"])
+def _run(
+    batch: _Batch, jobs: Iterable[Job], concurrency: int, ordered: bool, keep: bool
+) -> Generator[BatchResult, None, None]:
+    window: _Window[Future[Completion]] = _Window(ordered)
     finished: SimpleQueue[object] = SimpleQueue()
     pending_jobs = iter(jobs)
     workers = _Workers(concurrency, functools.partial(_complete, batch), batch.context)
     batch.tally.start()
     try:
         while True:
-            while len(window) < concurrency and (job := next(pending_jobs, None)) is not None:
+            while (
+                len(window) < concurrency
+                and not batch.held_back()
+                and (job := next(pending_jobs, None)) is not None
+            ):
                 future = workers.submit(batch.numbered(_checked(job)))
                 future.add_done_callback(finished.put)
                 window.add(future, job[0])
@@ -627,7 +716,8 @@ def _run(batch: _Batch, jobs: Iterable[Job], given: BatchOptions) -> Generator[B
                 return
             finished.get()  # one more has finished (or one already handed back: then this round yields none)
             for index, future in window.pop_done():
-                yield _result(index, future, keep)
+                if (result := _result(batch, index, future, keep)) is not None:
+                    yield result
     finally:
         batch.tally.end()
         batch.stop.set()
@@ -636,23 +726,30 @@ def _run(batch: _Batch, jobs: Iterable[Job], given: BatchOptions) -> Generator[B
 
 async def _acomplete(batch: _Batch, job: Job) -> Completion:
     """One prompt as a task: its call, paced and counted by the batch's hooks."""
+    state = _Prompt()
+    error: BaseException | None = None
     try:
-        return batch.counted(await batch.complete(job))
-    except APIError:
-        batch.tally.add("failed")
+        return batch.counted(await batch.complete(job, state))
+    except BaseException as exc:
+        error = exc
         raise
+    finally:
+        batch.ended(state, error)
 
 
 async def _arun(
-    batch: _Batch, jobs: Iterator[Job] | AsyncGenerator[Job, None], given: BatchOptions
+    batch: _Batch,
+    jobs: Iterator[Job] | AsyncGenerator[Job, None],
+    concurrency: int,
+    ordered: bool,
+    keep: bool,
 ) -> AsyncGenerator[BatchResult, None]:
-    concurrency, keep = given["concurrency"], given["return_exceptions"]
-    window: _Window[asyncio.Task[Completion]] = _Window(given["ordered"])
+    window: _Window[asyncio.Task[Completion]] = _Window(ordered)
     finished: asyncio.Queue[object] = asyncio.Queue()
     batch.tally.start()
     try:
         while True:
-            while len(window) < concurrency:
+            while len(window) < concurrency and not batch.held_back():
                 job = await anext(jobs, None) if isinstance(jobs, AsyncGenerator) else next(jobs, None)
                 if job is None:
                     break
@@ -663,7 +760,8 @@ async def _arun(
                 return
             await finished.get()
             for index, task in window.pop_done():
-                yield _result(index, task, keep)
+                if (result := _result(batch, index, task, keep)) is not None:
+                    yield result
     finally:
         batch.tally.end()
         tasks = list(window)

@@ -6,7 +6,7 @@ import math
 import threading
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -28,19 +28,22 @@ class BatchStats:
     """What a batch has done so far: ``.stats`` on what ``complete_many`` returns.
 
     ``requests`` counts HTTP attempts (first tries and retries), ``rate_limited`` the 429s among
-    their answers; ``completed`` and ``failed`` count prompts. With a response cache, ``cache_hits``
-    counts the prompts it answered (no request sent) and ``cache_misses`` those it did not. Token
-    counts add up what the server's responses reported (a cache hit's are not counted: nothing was
-    spent). Latency is from sending an attempt to its answer, within 2.5%.
+    their answers; ``completed`` and ``failed`` count prompts, ``failures`` the failed ones by error
+    type (``{"InternalServerError": 2}``). With a response cache, ``cache_hits`` counts the prompts it
+    answered (no request sent) and ``cache_misses`` those it did not. Token counts add up what the
+    server's responses reported (a cache hit's are not counted: nothing was spent). Latency is from
+    sending an attempt to its answer, within 2.5%.
 
-    A router's batch (``wrapper.router``) also has ``routes``: each route's own figures by its name,
-    for the attempts it was sent (``failed``: its attempts that failed, whether the prompt was then
-    served by another route or not; ``retries``: its attempts that were not a prompt's first).
+    A router's batch (``wrapper.router``) and a fan-out also have ``routes``: each route's (or
+    target's) own figures by its name, for the attempts it was sent (``failed`` and ``failures``: its
+    attempts that failed, whether the prompt was then served by another route or not; ``retries``:
+    its attempts that were not a prompt's first).
     """
 
     requests: int = 0
     completed: int = 0
     failed: int = 0
+    failures: Mapping[str, int] = attrs.field(factory=dict, hash=False)
     retries: int = 0
     rate_limited: int = 0
     cache_hits: int = 0
@@ -70,6 +73,34 @@ class BatchStats:
     def latency_p95(self) -> float | None:
         """The 95th percentile of the seconds from sending an attempt to its answer."""
         return self._quantile(0.95)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The figures as JSON types: the fields, the rates and latencies above, and ``routes`` alike."""
+        figures: dict[str, Any] = {
+            name: getattr(self, name)
+            for name in (
+                "requests",
+                "completed",
+                "failed",
+                "retries",
+                "rate_limited",
+                "cache_hits",
+                "cache_misses",
+                "elapsed",
+            )
+        }
+        figures.update(
+            failures=dict(self.failures),
+            prompt_tokens=self.prompt_tokens,
+            response_tokens=self.response_tokens,
+            requests_per_minute=self.requests_per_minute,
+            tokens_per_minute=self.tokens_per_minute,
+            latency_p50=self.latency_p50,
+            latency_p95=self.latency_p95,
+        )
+        if self.routes:
+            figures["routes"] = {name: stats.to_dict() for name, stats in self.routes.items()}
+        return figures
 
     def _quantile(self, q: float) -> float | None:
         total = sum(count for _, count in self._latencies)
@@ -101,6 +132,7 @@ class Tally:
             ),
             0,
         )
+        self._failures: dict[str, int] = {}
         self._latencies: dict[int, int] = {}
         self._started: float | None = None
         self._ended: float | None = None
@@ -133,6 +165,12 @@ class Tally:
         with self._lock:
             self._counts[name] += 1
 
+    def failure(self, kind: str) -> None:
+        """One more failed (prompt, or a route's attempt), of error type ``kind``."""
+        with self._lock:
+            self._counts["failed"] += 1
+            self._failures[kind] = self._failures.get(kind, 0) + 1
+
     def completed(self, completion: Completion) -> None:
         with self._lock:
             self._counts["completed"] += 1
@@ -147,9 +185,10 @@ class Tally:
                 ended = self._ended if self._ended is not None else time.monotonic()
                 elapsed = 0.0 if self._started is None else ended - self._started
             counts, latencies = dict(self._counts), tuple(sorted(self._latencies.items()))
-            routes = dict(self._routes)
+            failures, routes = dict(self._failures), dict(self._routes)
         return BatchStats(
             **counts,
+            failures=failures,
             elapsed=elapsed,
             latencies=latencies,
             routes={name: route.snapshot(elapsed) for name, route in routes.items()},

@@ -30,6 +30,11 @@ batch does, in leases one step of the opening long while it lasts).
 Leases already out are not recalled, so every other worker slows down or pauses with its next
 lease, at most half a second later.
 
+Each row's answer comes as the columns of a result line (``wrapper.batch``'s one format, as the
+command line writes it): ``error`` is ``{"type", "status", "message"}``, a column named as a keyword
+of the API gives that row's value of it, and ``summarize`` adds the rows up as the command line's
+summary does.
+
 Bounds: a limit that holds still is never exceeded by the leases. The requests themselves, like
 one process's, may run a quarter of a second of their budget ahead, and one request a lease
 ahead, so over any stretch of time the cluster sends at most the limit for that stretch plus
@@ -55,7 +60,14 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
     raise ImportError(f"wrapper.ray needs Ray Data, which is not installed: {install_hint('ray')}") from exc
 
 from wrapper import apis
-from wrapper.batch import BatchResult, acomplete_jobs
+from wrapper.batch import (
+    RESULT_FIELDS,
+    BatchResult,
+    InputLineError,
+    ResultTotals,
+    acomplete_jobs,
+    error_fields,
+)
 from wrapper.pacing import checked_limit
 
 from ._leases import Coordinator, Grant, LeasedLimiter, Report
@@ -63,12 +75,18 @@ from ._leases import Coordinator, Grant, LeasedLimiter, Report
 if TYPE_CHECKING:
     from wrapper import AsyncClient
 
-__all__ = ["OUTPUT_COLUMNS", "complete_dataset"]
+__all__ = ["OUTPUT_COLUMNS", "complete_dataset", "summarize"]
 
-OUTPUT_COLUMNS = ("text", "finish_reason", "prompt_tokens", "response_tokens", "request_id", "error")
-"""The columns ``complete_dataset`` adds to every row."""
+OUTPUT_COLUMNS = RESULT_FIELDS
+"""The columns ``complete_dataset`` adds to every row: a result line's fields (``wrapper.batch``)."""
 
-_TYPES = {"prompt_tokens": pa.int64(), "response_tokens": pa.int64()}  # the rest are strings
+_LOGPROB = pa.struct([("token", pa.string()), ("logprob", pa.float64())])
+_TYPES = {  # the rest are strings
+    "prompt_tokens": pa.int64(),
+    "response_tokens": pa.int64(),
+    "logprobs": pa.list_(pa.struct([*_LOGPROB, ("top_logprobs", pa.list_(_LOGPROB))])),
+    "error": pa.struct([("type", pa.string()), ("status", pa.int64()), ("message", pa.string())]),
+}
 
 _WORKER_CPUS = 0.25  # workers wait on the network: let several share a core, and leave room for reads
 _BATCHES_PER_CONCURRENCY = 8  # rows per block handed to a worker, per request it keeps in flight
@@ -90,17 +108,22 @@ def complete_dataset(
 ) -> ray.data.Dataset:
     """Complete the prompt in every row of ``dataset``: a lazy Dataset with the answers as new columns.
 
-    Every input column is kept and ``OUTPUT_COLUMNS`` are added: ``text``, ``finish_reason``,
-    ``prompt_tokens``, ``response_tokens``, ``request_id`` (None where the client does not report
-    it) and ``error`` (None, or ``"ErrorClass: message"``); each input row comes out once, in no
-    particular order. ``workers`` actors each keep ``concurrency`` requests in flight;
+    Every input column is kept and ``OUTPUT_COLUMNS`` are added, a result line's fields as the command
+    line writes them: ``text``, ``finish_reason``, ``prompt_tokens``, ``response_tokens`` (integers),
+    ``logprobs``, ``request_id`` (None where the client does not report it), ``route`` (None) and
+    ``error`` (None, or ``{"type", "status", "message"}``); each input row comes out once, in no
+    particular order. A column named as a keyword argument of the API (``max_tokens``, ``temperature``,
+    ...) gives its row's value of it, over ``params`` (a null leaves the row to them); a row whose
+    prompt or values the API refuses gets an ``InputLineError`` and sends nothing. ``workers`` actors
+    each keep ``concurrency`` requests in flight;
     ``requests_per_minute``/``tokens_per_minute`` hold for all of them together, paced evenly, and
     429s slow them down together (with or without a limit), as ``complete_many`` does in one process.
     ``client_options`` are the client's constructor arguments (credentials, ``base_url``,
     ``timeout``, ``max_retries``, ``cache``: a ``redis://`` URL shares one response cache among the
     workers); those left out come from the driver's environment. They reach
     the workers wrapped, so Ray never prints them. ``on_error="raise"`` fails the job on the first
-    failed prompt. ``params`` go to every ``complete`` call (``max_tokens=64``, ...).
+    failed prompt. ``params`` go to every ``complete`` call (``max_tokens=64``, ...). ``summarize``
+    adds the output up.
     """
     _check(dataset, api, prompt_column, workers, concurrency, on_error)
     rpm = checked_limit("requests_per_minute", requests_per_minute)
@@ -112,7 +135,9 @@ def complete_dataset(
     return dataset.map_batches(
         _CompletionWorker,
         fn_constructor_kwargs={
-            "job": _Job(api, model, prompt_column, concurrency, on_error == "raise", params),
+            "job": _Job(
+                api, model, prompt_column, concurrency, on_error == "raise", params, _keywords(api, dataset)
+            ),
             "options": _RedactedOptions(options),
             "coordinator": coordinator,
         },
@@ -122,6 +147,24 @@ def complete_dataset(
         num_cpus=_WORKER_CPUS,
         udf_modifying_row_count=False,
     )
+
+
+def summarize(dataset: ray.data.Dataset) -> dict[str, Any]:
+    """What the rows of ``complete_dataset``'s output add up to, as the command line's summary gives a
+    results file's (``wrapper.batch.ResultTotals``): ``results``, ``succeeded``, ``failed``, ``failures``
+    by error type, ``prompt_tokens`` and ``response_tokens``. It runs the Dataset (``materialize()`` it
+    first to use its rows again)."""
+    totals = ResultTotals()
+    for row in dataset.select_columns(list(OUTPUT_COLUMNS)).iter_rows():
+        totals.add(row)
+    return totals.as_dict()
+
+
+def _keywords(api: str, dataset: ray.data.Dataset) -> tuple[str, ...]:
+    """The dataset's columns named as keyword arguments of the API: each row's own parameters."""
+    schema = dataset.schema()
+    names = set(schema.names) if schema is not None else set()
+    return tuple(sorted(names & set(apis.get(api).rules())))
 
 
 def _check(
@@ -185,13 +228,40 @@ class _RedactedOptions:
 
 
 class _Job:
-    """What every worker runs: the API, model, prompt column, per-worker concurrency and parameters."""
+    """What every worker runs: the API, model, prompt column, per-worker concurrency, parameters, and
+    the columns that are each row's own parameters."""
 
     def __init__(
-        self, api: str, model: str, column: str, concurrency: int, fail_fast: bool, params: dict[str, Any]
+        self,
+        api: str,
+        model: str,
+        column: str,
+        concurrency: int,
+        fail_fast: bool,
+        params: dict[str, Any],
+        keywords: tuple[str, ...] = (),
     ) -> None:
         self.api, self.model, self.column = api, model, column
-        self.concurrency, self.fail_fast, self.params = concurrency, fail_fast, params
+        self.concurrency, self.fail_fast, self.params, self.keywords = (
+            concurrency,
+            fail_fast,
+            params,
+            keywords,
+        )
+
+    def row(self, block: dict[str, list[Any]], index: int) -> tuple[str, dict[str, Any]]:
+        """Row ``index``'s prompt and parameters (its own over the job's), as the API checks them;
+        ``InputLineError`` saying why not."""
+        prompt = block[self.column][index]
+        if not isinstance(prompt, str):  # a null or a number: no request sent
+            raise InputLineError(f"column {self.column!r} holds {type(prompt).__name__}, not a string")
+        own = {name: block[name][index] for name in self.keywords if block[name][index] is not None}
+        params = {**self.params, **own}
+        try:
+            apis.get(self.api).check(params, prompt)
+        except (TypeError, ValueError) as exc:
+            raise InputLineError(str(exc)) from None
+        return prompt, params
 
     def __repr__(self) -> str:
         return f"_Job({self.api}, {self.model!r}, column={self.column!r}, concurrency={self.concurrency})"
@@ -218,19 +288,20 @@ class _CompletionWorker:
         return self._loop.run_until_complete(self._complete(block))
 
     async def _complete(self, block: pa.Table) -> pa.Table:
-        prompts = block.column(self._job.column).to_pylist()
-        columns: dict[str, list[Any]] = {name: [None] * len(prompts) for name in OUTPUT_COLUMNS}
-        for index, prompt in enumerate(prompts):
-            if not isinstance(prompt, str):  # a null or a number: that row's error, no request sent
-                message = f"column {self._job.column!r} holds {type(prompt).__name__}, not a string"
+        rows = block.select([self._job.column, *self._job.keywords]).to_pydict()
+        columns: dict[str, list[Any]] = {name: [None] * block.num_rows for name in OUTPUT_COLUMNS}
+        jobs = []
+        for index in range(block.num_rows):
+            try:
+                jobs.append((index, *self._job.row(rows, index)))
+            except InputLineError as exc:  # that row's error, no request sent
                 if self._job.fail_fast:
-                    raise TypeError(message)
-                columns["error"][index] = f"TypeError: {message}"
-        jobs = ((i, p, self._job.params) for i, p in enumerate(prompts) if isinstance(p, str))
+                    raise
+                _fill(columns, index, error_fields(exc))
         results = acomplete_jobs(
             self._client,
             self._job.model,
-            jobs,
+            iter(jobs),
             concurrency=self._job.concurrency,
             ordered=False,
             return_exceptions=True,
@@ -240,7 +311,7 @@ class _CompletionWorker:
             if result.error is not None and self._job.fail_fast:
                 await results.aclose()
                 raise RuntimeError(f"a prompt failed (on_error='raise'): {_describe(result)}")
-            _fill(columns, result)
+            _fill(columns, result.index, result.fields())
         for name, values in columns.items():
             block = block.append_column(name, pa.array(values, type=_TYPES.get(name, pa.string())))
         return block
@@ -252,16 +323,9 @@ class _CompletionWorker:
             self._loop.close()
 
 
-def _fill(columns: dict[str, list[Any]], result: BatchResult) -> None:
-    i, completion = result.index, result.completion
-    columns["request_id"][i] = result.request_id  # None until the client reports one
-    if completion is None:
-        columns["error"][i] = _describe(result)
-        return
-    columns["text"][i] = completion.text
-    columns["finish_reason"][i] = completion.finish_reason
-    columns["prompt_tokens"][i] = completion.prompt_tokens
-    columns["response_tokens"][i] = completion.response_tokens
+def _fill(columns: dict[str, list[Any]], index: int, fields: dict[str, Any]) -> None:
+    for name, value in fields.items():
+        columns[name][index] = value
 
 
 def _describe(result: BatchResult) -> str:

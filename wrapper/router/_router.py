@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import threading
-from collections.abc import AsyncIterable, Iterable, Mapping
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
 from typing import Any, ClassVar, Self, Unpack
 
 from wrapper import (
@@ -24,12 +25,26 @@ from wrapper import (
     WithRawResponse,
     WithStreamingResponse,
 )
-from wrapper.batch import BatchOptions, acomplete_with, complete_with
+from wrapper.batch import (
+    BatchOptions,
+    Budget,
+    TargetJob,
+    acomplete_with,
+    afan_out_jobs,
+    afan_out_with,
+    complete_with,
+    fan_out_with,
+)
+from wrapper.errors import APIError
 
 from ._dispatch import Dispatch, Lane, State
+from ._errors import AllRoutesFailedError
 from ._route import Route, named
 
 __all__ = ["AsyncRouter", "Router", "RouterBase"]
+
+_FAN_OUT = frozenset({"concurrency", "ordered", "return_exceptions", "budget"})
+"""What ``fan_out`` takes besides ``complete``'s keyword arguments (``BatchOptions`` but the limits)."""
 
 
 class RouterBase:
@@ -85,14 +100,28 @@ class RouterBase:
             raise TypeError(f"prompt must be a string; got {type(prompt).__name__}")
         return Dispatch(self._lanes, self._lock, self._hooks, prompt, kwargs)
 
-    def _checked(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """For ``complete_many``: a batch's keyword arguments, checked now: its options as a call's, its
-        parameters against every route (each prompt's call takes them again)."""
-        call = {name: value for name, value in kwargs.items() if name not in BatchOptions.__annotations__}
+    def _checked(
+        self, kwargs: dict[str, Any], batch: Iterable[str] = BatchOptions.__annotations__
+    ) -> dict[str, Any]:
+        """For ``complete_many`` and ``fan_out``: a batch's keyword arguments, checked now (``batch``: the
+        names the batch takes itself): its options as a call's, its parameters against every route (each
+        prompt's call takes them again)."""
+        call = {name: value for name, value in kwargs.items() if name not in batch}
         params, _ = self._lanes[0].client.options.split(call)
         for lane in self._lanes:
             lane.route.keywords(params)
         return kwargs
+
+    def _pinned(self) -> dict[str, Self]:
+        """This router pinned to each of its routes, by name: a fan-out's targets. Each one's requests go
+        to its route alone, paced by the route's pacer (shared with this router's other calls) and retried
+        on it as ``max_retries`` allows."""
+        pinned = {}
+        for lane in self._lanes:
+            one = copy.copy(self)
+            one._lanes = (lane,)
+            pinned[lane.name] = one
+        return pinned
 
     def _clients(self) -> list[Any]:
         """Each route's client once (routes may share one)."""
@@ -134,6 +163,18 @@ class Router(RouterBase):
         ``kwargs`` are ``complete``'s and ``wrapper.batch.BatchOptions`` but the limits."""
         return complete_with(self.complete, prompts, **self._checked(kwargs))
 
+    def fan_out(self, prompts: Iterable[str], **kwargs: Any) -> BatchIterator:
+        """Every prompt to each route (to compare models or deployments): one result per (prompt, route),
+        ``BatchResult.target`` naming the route, rather than each prompt to one route.
+
+        Each route is paced to its own limits and retries on itself as ``max_retries`` allows; a failure is
+        the route's own error. ``concurrency`` bounds the requests in flight over all routes; ``ordered``
+        gives the results by prompt, then in the routes' order. ``.stats.routes`` has each route's figures.
+        ``kwargs`` are ``complete``'s and ``concurrency``, ``ordered``, ``return_exceptions``, ``budget``.
+        """
+        targets = {name: functools.partial(_route_complete, one) for name, one in self._pinned().items()}
+        return fan_out_with(targets, prompts, **self._checked(kwargs, _FAN_OUT))
+
     with_raw_response = property(WithRawResponse)
     with_streaming_response = property(WithStreamingResponse)
 
@@ -147,6 +188,29 @@ class Router(RouterBase):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _route_complete(pinned: Router, prompt: str, **kwargs: Any) -> Completion:
+    """``complete`` on a router pinned to one route, a failure raised as that route's own error."""
+    try:
+        return pinned.complete(prompt, **kwargs)
+    except AllRoutesFailedError as exc:
+        raise _own(exc) from None
+
+
+async def _aroute_complete(pinned: AsyncRouter, prompt: str, **kwargs: Any) -> Completion:
+    """The async ``_route_complete``."""
+    try:
+        return await pinned.complete(prompt, **kwargs)
+    except AllRoutesFailedError as exc:
+        raise _own(exc) from None
+
+
+def _own(exc: AllRoutesFailedError) -> APIError:
+    """The last error of the one route a request was sent to: a fan-out compares routes, so it is that
+    route's answer (rather than ``AllRoutesFailedError`` summing up one route)."""
+    (error,) = exc.errors.values()
+    return error
 
 
 class AsyncRouter(RouterBase):
@@ -168,6 +232,29 @@ class AsyncRouter(RouterBase):
     def complete_many(self, prompts: Iterable[str] | AsyncIterable[str], **kwargs: Any) -> AsyncBatchIterator:
         """The async ``Router.complete_many``: prompts from an (async) iterable, ``async for`` the results."""
         return acomplete_with(self.complete, prompts, **self._checked(kwargs))
+
+    def fan_out(self, prompts: Iterable[str] | AsyncIterable[str], **kwargs: Any) -> AsyncBatchIterator:
+        """The async ``Router.fan_out``: every prompt to each route, ``async for`` the results."""
+        return afan_out_with(self._targets(), prompts, **self._checked(kwargs, _FAN_OUT))
+
+    def fan_out_jobs(
+        self,
+        jobs: Iterable[TargetJob],
+        *,
+        concurrency: int,
+        ordered: bool = False,
+        return_exceptions: bool = False,
+        budget: Budget | None = None,
+    ) -> AsyncBatchIterator:
+        """``fan_out``'s jobs as they are, each a prompt for one route (named) with its own index and
+        parameters (``wrapper.batch.TargetJob``): the command line's fan-out, which sends a prompt only
+        to the routes that have not answered it yet."""
+        return afan_out_jobs(self._targets(), jobs, concurrency=concurrency, ordered=ordered,
+                             return_exceptions=return_exceptions, budget=budget)  # fmt: skip
+
+    def _targets(self) -> dict[str, Callable[..., Awaitable[Completion]]]:
+        """Each route's own ``complete``, by name: a fan-out's targets."""
+        return {name: functools.partial(_aroute_complete, one) for name, one in self._pinned().items()}
 
     with_raw_response = property(AsyncWithRawResponse)
     with_streaming_response = property(AsyncWithStreamingResponse)

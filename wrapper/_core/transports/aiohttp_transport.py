@@ -23,6 +23,7 @@ import functools
 import io
 import ssl
 from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
 
 import aiohttp
 import aiohttp.http_exceptions
@@ -83,6 +84,29 @@ def _decoded(headers: Sequence[tuple[bytes, bytes]], content: bytes) -> bytes:
     return httpx.Response(200, headers=headers, content=content).content
 
 
+class _Connector(aiohttp.TCPConnector):
+    """aiohttp's pool, handing out no connection that received anything while it was idle.
+
+    aiohttp drops a connection with bytes left over when its response ends, but it goes on reading
+    a pooled one: a response the server writes unasked while the connection is idle is queued, and
+    the next request on it would take that as its answer (aiohttp#13656). Such a connection, or one
+    that failed while idle, is closed when it is taken, and another is used.
+    """
+
+    async def connect(  # aiohttp's signature
+        self,
+        req: aiohttp.ClientRequest,
+        traces: list[Any],
+        timeout: aiohttp.ClientTimeout,  # noqa: ASYNC109
+    ) -> aiohttp.connector.Connection:
+        while True:
+            connection = await super().connect(req, traces, timeout)
+            protocol = connection.protocol
+            if protocol is None or not protocol.should_close:
+                return connection
+            connection.close()
+
+
 class _Body(httpx.AsyncByteStream):
     """A streamed aiohttp response body as httpx reads one; closing it releases the connection.
 
@@ -137,7 +161,7 @@ class AiohttpTransport:
         self._slots = None if cap is None else asyncio.Semaphore(cap)
 
     def _open(self) -> aiohttp.ClientSession:
-        connector = aiohttp.TCPConnector(
+        connector = _Connector(
             limit=0,  # no cap in aiohttp: ``_slots`` holds it
             limit_per_host=0,
             ssl=self._ssl,

@@ -1,18 +1,21 @@
 """Requests through httpx: ``HttpxTransport`` (the sync clients') and ``AsyncHttpxTransport`` (an async
 client's when it was given an ``http_client``, a proxy is configured, or a mock or tracer watches httpx).
-httpx's own transport, auth, event hooks and default headers apply.
+httpx's own transport, auth, event hooks and default headers apply; a connection with bytes left over
+after its response is not pooled (``reuse``).
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 
 import httpx
 
 from . import fork
 from .base import Reply, Request
+from .reuse import AsyncSettled, Settled
 
-__all__ = ["AsyncHttpxTransport", "HttpxTransport"]
+__all__ = ["AsyncHttpxTransport", "HttpxTransport", "reply_of"]
 
 
 def _built(client: httpx.Client | httpx.AsyncClient, request: Request) -> httpx.Request:
@@ -31,7 +34,8 @@ def _idle(response: httpx.Response, idle: float | None) -> httpx.Response:
     return response
 
 
-def _reply(response: httpx.Response) -> Reply:
+def reply_of(response: httpx.Response) -> Reply:
+    """A response whose body has been read, as a ``Reply``."""
     return Reply(response.status_code, response.headers.raw, response.content, response.request, response)
 
 
@@ -40,29 +44,46 @@ class HttpxTransport:
 
     ``own`` builds the client again, for a client's own pool: a forked child releases the one it
     inherited and builds its own (``wrapper._core.transports.fork``). A client you pass is yours to rebuild.
+    An own pool is closed when this transport is collected, quietly: its sockets would each warn
+    (``ResourceWarning``) if collected open. A client you pass is yours to close.
     """
 
     def __init__(self, client: httpx.Client, own: Callable[[], httpx.Client] | None = None) -> None:
         self.client = client
         self._own = own
+        self._owned = [client]  # what to close when collected: held by the finalizer, not through self
         if own is not None:
             fork.register(self)
+            weakref.finalize(self, _close, self._owned)
 
     def after_fork(self) -> None:
         if self._own is not None and not self.client.is_closed:
             inherited, self.client = self.client, self._own()
+            self._owned[0] = self.client
             fork.release(inherited)
 
     def send(self, request: Request) -> Reply:
-        client = self.client
-        return _reply(client.send(_built(client, request), follow_redirects=False))
+        response = self.stream(request, None)
+        try:
+            response.read()
+        finally:
+            response.close()
+        return reply_of(response)
 
     def stream(self, request: Request, idle: float | None) -> httpx.Response:
+        """The response, its body to read: a connection with bytes left over after it is not pooled."""
         client = self.client
-        return _idle(client.send(_built(client, request), stream=True, follow_redirects=False), idle)
+        response = client.send(_built(client, request), stream=True, follow_redirects=False)
+        assert isinstance(response.stream, httpx.SyncByteStream)
+        response.stream = Settled(response.stream)
+        return _idle(response, idle)
 
     def close(self) -> None:
         self.client.close()
+
+
+def _close(owned: list[httpx.Client]) -> None:
+    owned[0].close()
 
 
 class AsyncHttpxTransport:
@@ -72,15 +93,18 @@ class AsyncHttpxTransport:
         self.client = client
 
     async def send(self, request: Request) -> Reply:
-        response = await self.client.send(_built(self.client, request), stream=True, follow_redirects=False)
+        response = await self.stream(request, None)
         try:
             await response.aread()
         finally:
             await response.aclose()
-        return _reply(response)
+        return reply_of(response)
 
     async def stream(self, request: Request, idle: float | None) -> httpx.Response:
+        """The response, its body to read: a connection with bytes left over after it is not pooled."""
         response = await self.client.send(_built(self.client, request), stream=True, follow_redirects=False)
+        assert isinstance(response.stream, httpx.AsyncByteStream)
+        response.stream = AsyncSettled(response.stream)
         return _idle(response, idle)
 
     async def aclose(self) -> None:

@@ -6,6 +6,12 @@ a small async generator started in its loop: ``asyncio.run`` (and every runner t
 ``loop.shutdown_asyncgens()``, as pytest-asyncio's does) closes it before closing the loop, and the
 generator then closes the pool, so nothing is left open when a loop ends, closed client or not.
 
+A client collected without ``close()`` takes its watchers with it, and the loop closes each (asyncio
+closes an async generator that is collected), which closes its pool quietly. For that the pools are
+held by their loop's entry in ``_OPEN`` until closed, not by their client alone: collected with it,
+their own finalizers would run first, each warning that it was not closed ("Unclosed client
+session", "Unclosed connector", "unclosed transport").
+
 A loop closed without ``shutdown_asyncgens()`` (``loop.close()`` by hand) leaves its pool open: once
 the loop is closed nothing can close it (aiohttp's and asyncio's closing schedules callbacks on the
 loop, which a closed loop refuses), so close the client before such a loop.
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
@@ -34,6 +41,10 @@ class _Pool(Protocol):
 
 
 P = TypeVar("P", bound=_Pool)
+
+_OPEN: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[_Pool]] = weakref.WeakKeyDictionary()
+"""The pools open in each loop, until closed (see the module); a loop collected lets its pools go."""
+_OPEN_LOCK = threading.Lock()  # loops in several threads open and close pools
 
 
 class PerLoop(Generic[P]):
@@ -69,10 +80,14 @@ class PerLoop(Generic[P]):
         pool = self._factory()
         watcher = self._watch(loop, pool)
         await anext(watcher)  # its first step registers it with the loop, which will close it at shutdown
+        with _OPEN_LOCK:
+            _OPEN.setdefault(loop, set()).add(pool)
+            for other in [other for other in _OPEN if other.is_closed()]:
+                del _OPEN[other]  # a loop closed without shutting down its generators: nothing can close them
         with self._lock:
             self._pools[loop] = (pool, watcher)
             for other in [other for other in self._pools if other.is_closed()]:
-                del self._pools[other]  # a loop closed without shutting down its generators
+                del self._pools[other]
         return pool
 
     async def _watch(self, loop: asyncio.AbstractEventLoop, pool: P) -> AsyncGenerator[None, None]:
@@ -86,7 +101,11 @@ class PerLoop(Generic[P]):
                 with self._lock:
                     if self._pools.get(loop, (None,))[0] is pool:
                         del self._pools[loop]
-                await pool.aclose()
+                try:
+                    await pool.aclose()
+                finally:
+                    with _OPEN_LOCK:
+                        _OPEN.get(loop, set()).discard(pool)
 
     async def aclose(self) -> None:
         """Close this loop's pool now, and every other loop's pool from within that loop."""

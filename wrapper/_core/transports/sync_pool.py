@@ -7,6 +7,10 @@ turn (``make bench``, row "sync complete_many in flight"). Here a request takes 
 is closed: a constant-time step. It is still httpx's own transport underneath, so mocks (respx,
 pytest-httpx) and instrumentations (OpenTelemetry's httpx) see every request as before.
 
+Idle connections are swept once a second, off the requests' path (``timers``): those the server
+closed, or idle for longer than ``limits.keepalive_expiry``, are closed and dropped, so no socket is
+left half-closed (CLOSE-WAIT) after a burst, however long the client then stays idle.
+
 In a forked child the connections taken from the parent are dropped (``fork``). A host
 name is looked up within the connect timeout (``_Lookups``), as the async transports do.
 """
@@ -14,10 +18,12 @@ name is looked up within the connect timeout (``_Lookups``), as the async transp
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import ipaddress
 import socket
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
@@ -25,11 +31,15 @@ import httpcore
 import httpx
 
 from . import fork
+from .timers import TIMERS, Timer
 
 if TYPE_CHECKING:
     import ssl
 
 __all__ = ["CheckoutTransport"]
+
+_SWEEP = 1.0
+"""Seconds between two sweeps of a pool's idle connections (while it has any)."""
 
 
 class CheckoutTransport(httpx.BaseTransport):
@@ -50,6 +60,7 @@ class CheckoutTransport(httpx.BaseTransport):
         self._busy = 0
         self._closed = False
         self._changed = threading.Condition()
+        self._next_sweep: Timer | None = None  # of the idle connections, while there are any
         fork.register(self)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -69,6 +80,7 @@ class CheckoutTransport(httpx.BaseTransport):
         the parent holds the socket) and forget its busy ones."""
         self._changed = threading.Condition()  # a thread of the parent may have held it at the fork
         self._busy = 0
+        self._next_sweep = None  # the parent's
         idle, self._idle = self._idle, []
         for transport in idle:
             transport.close()
@@ -107,8 +119,44 @@ class CheckoutTransport(httpx.BaseTransport):
                 keep = not self._closed and (self._max_idle is None or len(self._idle) < self._max_idle)
                 if keep:
                     self._idle.append(transport)
+                    if self._next_sweep is None:
+                        self._sweep_later()
         if not keep:
             transport.close()
+
+    def _sweep_later(self) -> None:
+        """Schedule the next sweep (with ``_changed`` held); it holds no reference to the pool."""
+        self._next_sweep = TIMERS.at(time.monotonic() + _SWEEP, functools.partial(_sweep, weakref.ref(self)))
+
+    def _sweep_idle(self) -> None:
+        """Close the idle connections that the server closed or that expired; sweep again in a second
+        while some are left."""
+        with self._changed:
+            self._next_sweep = None
+            idle = list(self._idle)
+        stale = {id(transport) for transport in idle if _expired(transport)}
+        with self._changed:  # those still idle: one may have been taken meanwhile
+            dropped = [transport for transport in self._idle if id(transport) in stale]
+            if dropped:
+                self._idle = [transport for transport in self._idle if id(transport) not in stale]
+            if self._idle and self._next_sweep is None and not self._closed:
+                self._sweep_later()
+        for transport in dropped:
+            transport.close()
+
+
+def _sweep(pool: weakref.ref[CheckoutTransport]) -> None:
+    live = pool()
+    if live is not None:
+        live._sweep_idle()
+
+
+def _expired(transport: httpx.HTTPTransport) -> bool:
+    """Whether an idle transport's connection is of no more use: closed, closed by the server (its socket
+    readable while idle), or idle for longer than the keep-alive expiry (httpcore's ``has_expired``)."""
+    return all(
+        connection.is_closed() or connection.has_expired() for connection in transport._pool.connections
+    )
 
 
 class _GiveBackOnClose(httpx.SyncByteStream):

@@ -87,7 +87,7 @@ class ScaleWire:
 def _json_or_text(data: str) -> Any:
     try:
         return json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than Python's stack allows
         return data
 
 
