@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from wrapper._cli import main
+from wrapper.batch import read_results
 from wrapper.sandbox import Sandbox
 from wrapper.scale import AsyncScale, Scale
 
@@ -25,13 +26,13 @@ def sandbox() -> Iterator[Sandbox]:
 
 
 def texts_by_index(path: Path) -> list[str]:
-    rows = sorted((json.loads(line) for line in path.read_text().splitlines()), key=lambda row: row["index"])
+    rows = sorted(read_results(path), key=lambda row: row["index"])
     assert [row["index"] for row in rows] == list(range(len(PROMPTS)))
     return [row["text"] for row in rows]
 
 
 def cached_flags(path: Path) -> list[bool]:
-    return [json.loads(line)["cached"] for line in path.read_text().splitlines()]
+    return [row["cached"] for row in read_results(path)]
 
 
 def test_a_warm_rerun_sends_nothing_and_gives_the_same_texts_in_order(
@@ -48,7 +49,9 @@ def test_a_warm_rerun_sends_nothing_and_gives_the_same_texts_in_order(
     expected = texts_by_index(tmp_path / "cold.jsonl")
     sandbox.reset_stats()
 
+    capsys.readouterr()
     assert main([*command, "-o", str(tmp_path / "warm.jsonl")]) == 0
+    assert "cache: 1000 answered from it, 0 sent" in capsys.readouterr().err
     assert texts_by_index(tmp_path / "warm.jsonl") == expected
     assert all(cached_flags(tmp_path / "warm.jsonl"))
     assert sandbox.stats().requests == 0
