@@ -36,7 +36,7 @@ def cached_flags(path: Path) -> list[bool]:
 
 
 def test_a_warm_rerun_sends_nothing_and_gives_the_same_texts_in_order(
-    sandbox: Sandbox, tmp_path: Path
+    sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     inputs, cache = tmp_path / "prompts.jsonl", str(tmp_path / "cache.db")
     inputs.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in PROMPTS))
