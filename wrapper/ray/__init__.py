@@ -85,6 +85,7 @@ _TYPES = {  # the rest are strings
     "prompt_tokens": pa.int64(),
     "response_tokens": pa.int64(),
     "logprobs": pa.list_(pa.struct([*_LOGPROB, ("top_logprobs", pa.list_(_LOGPROB))])),
+    "cached": pa.bool_(),
     "error": pa.struct([("type", pa.string()), ("status", pa.int64()), ("message", pa.string())]),
 }
 
@@ -110,8 +111,9 @@ def complete_dataset(
 
     Every input column is kept and ``OUTPUT_COLUMNS`` are added, a result line's fields as the command
     line writes them: ``text``, ``finish_reason``, ``prompt_tokens``, ``response_tokens`` (integers),
-    ``logprobs``, ``request_id`` (None where the client does not report it), ``route`` (None) and
-    ``error`` (None, or ``{"type", "status", "message"}``); each input row comes out once, in no
+    ``logprobs``, ``request_id`` (None where the client does not report it), ``route`` (None),
+    ``cached`` (whether a response cache gave it) and ``error`` (None, or ``{"type", "status",
+    "message"}``); each input row comes out once, in no
     particular order. A column named as a keyword argument of the API (``max_tokens``, ``temperature``,
     ...) gives its row's value of it, over ``params`` (a null leaves the row to them); a row whose
     prompt or values the API refuses gets an ``InputLineError`` and sends nothing. ``workers`` actors
