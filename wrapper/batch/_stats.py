@@ -76,19 +76,7 @@ class BatchStats:
 
     def to_dict(self) -> dict[str, Any]:
         """The figures as JSON types: the fields, the rates and latencies above, and ``routes`` alike."""
-        figures: dict[str, Any] = {
-            name: getattr(self, name)
-            for name in (
-                "requests",
-                "completed",
-                "failed",
-                "retries",
-                "rate_limited",
-                "cache_hits",
-                "cache_misses",
-                "elapsed",
-            )
-        }
+        figures: dict[str, Any] = {name: getattr(self, name) for name in (*_COUNTED[:-2], "elapsed")}
         figures.update(
             failures=dict(self.failures),
             prompt_tokens=self.prompt_tokens,
@@ -112,26 +100,27 @@ class BatchStats:
         return None
 
 
+_COUNTED = (
+    "requests",
+    "completed",
+    "failed",
+    "retries",
+    "rate_limited",
+    "cache_hits",
+    "cache_misses",
+    "prompt_tokens",
+    "response_tokens",
+)
+"""What a ``Tally`` counts: ``BatchStats``' fields of the same names (the token sums last)."""
+
+
 class Tally:
     """The live counts behind ``BatchStats``, updated from every worker (thread-safe); ``route(name)``
     is a route's own."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._counts = dict.fromkeys(
-            (
-                "requests",
-                "completed",
-                "failed",
-                "retries",
-                "rate_limited",
-                "cache_hits",
-                "cache_misses",
-                "prompt_tokens",
-                "response_tokens",
-            ),
-            0,
-        )
+        self._counts = dict.fromkeys(_COUNTED, 0)
         self._failures: dict[str, int] = {}
         self._latencies: dict[int, int] = {}
         self._started: float | None = None
