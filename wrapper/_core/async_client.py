@@ -25,12 +25,11 @@ from .client import (
 )
 from .error_mapping import invalid
 from .headers import user_agent
-from .insecure import warn_if_insecure
-from .options import Options, checked_limits
+from .options import Options
 from .raw import RAW, AsyncWithRawResponse, AsyncWithStreamingResponse, RawResponse
 from .results import ResponseHeaders, routed, whole
 from .retries import Attempts, Picks, Target, arun
-from .settings import Connect, checked_http_client
+from .settings import Connect
 from .stream_body import DeadlinePassed, Received, awaited_in_time, in_time
 from .transports.choice import AsyncTransports
 from .transports.environment import proxy_in_env, ssl_context
@@ -75,11 +74,7 @@ class AsyncClient(ClientCore):
     _HTTP_CLIENT = "httpx.AsyncClient"
 
     def __init__(self, connect: Connect, arguments: Mapping[str, Any]) -> None:
-        arguments = self._arguments(arguments)
-        http_client, limits = arguments.pop("http_client", None), arguments.pop("limits", None)
-        super().__init__(connect, arguments)
-        limits = checked_limits(limits, checked_http_client(http_client, httpx.AsyncClient))
-        warn_if_insecure(self._base_url, http_client)
+        http_client, limits = self._configure(connect, arguments, httpx.AsyncClient)
         self._transports = transports = AsyncTransports(
             http_client, limits=limits, verify=ssl_context, proxy=proxy_in_env()
         )

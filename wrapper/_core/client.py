@@ -29,12 +29,21 @@ from wrapper._generated.exceptions import APIConnectionError, APIStatusError, AP
 from .error_mapping import Malformed, connection_error, is_transport_failure, requested
 from .headers import checked_headers, user_agent
 from .hooks import CallInfo
-from .options import Options, RequestOptions, constructor_signature
+from .insecure import warn_if_insecure
+from .options import Options, RequestOptions, checked_limits, constructor_signature
 from .raw import RAW, RawResponse
 from .redact import redacted_headers, redacted_url
 from .results import ResponseHeaders, routed
 from .retries import Attempts, Target, hooks_of
-from .settings import Connect, checked_arguments, checked_base_url, credentials, from_env
+from .settings import (
+    Connect,
+    H,
+    checked_arguments,
+    checked_base_url,
+    checked_http_client,
+    credentials,
+    from_env,
+)
 from .transports import fork
 from .transports.base import ClientClosedError, Reply, Request
 from .validate import check_encodable
@@ -138,12 +147,19 @@ class ClientCore:
     """True for a ``with_options`` copy: the pool is its parent's, and closing the copy leaves it open."""
     _closed_alone = False
 
-    def __init__(self, connect: Connect, arguments: dict[str, Any]) -> None:
-        """The settings of a client of ``self.API``: ``arguments`` are its constructor's (credentials and
-        ``ClientOptions``; those of its pool taken out already), ``connect`` its API's module's."""
+    def _configure(
+        self, connect: Connect, given: Mapping[str, Any], kind: type[H]
+    ) -> tuple[H | None, httpx.Limits]:
+        """The settings of a client of ``self.API`` from its constructor's keyword arguments (``given``:
+        credentials and ``ClientOptions``, a ``TypeError`` for one the class does not take); ``connect``
+        is its API's module's. Returns what its pool is built from: the ``http_client`` given (of the
+        side's ``kind``), checked, and the connection limits."""
         from .logs import setup_logging  # SGP_CLIENT_LOG, GRADIENT_LOG: read on an API's first client
 
         api = self.API
+        checked_arguments(api, type(self).__name__, given)
+        arguments = dict(given)
+        http_client, limits = arguments.pop("http_client", None), arguments.pop("limits", None)
         setup_logging(api.log_env)
         self._wire, self._credentials = connect(credentials(api, arguments))
         base_url = from_env(arguments.pop("base_url", None), api.base_url_env, "base_url")
@@ -153,6 +169,9 @@ class ClientCore:
             **checked_headers(arguments.pop("default_headers", None)),
         }
         self._options = Options(hooks=api.hooks).merged(arguments)
+        limits = checked_limits(limits, checked_http_client(http_client, kind))
+        warn_if_insecure(self._base_url, http_client)
+        return http_client, limits
 
     _HTTP_CLIENT: str
     """The kind of ``http_client`` the side's clients take (``ClientOptions``' ``H``), shown in signatures."""
@@ -163,12 +182,6 @@ class ClientCore:
         if "API" in cls.__dict__:
             credentials = (credential.keyword for credential in cls.API.credentials)
             cls.__signature__ = constructor_signature(credentials, cls._HTTP_CLIENT)  # type: ignore[attr-defined]
-
-    @classmethod
-    def _arguments(cls, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """A constructor's keyword arguments, a ``TypeError`` for one the class does not take."""
-        checked_arguments(cls.API, cls.__name__, arguments)
-        return dict(arguments)
 
     @property
     def base_url(self) -> str:

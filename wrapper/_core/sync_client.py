@@ -23,12 +23,11 @@ from .client import (
     target_request,
 )
 from .error_mapping import invalid
-from .insecure import warn_if_insecure
-from .options import Options, checked_limits
+from .options import Options
 from .raw import RAW, RawResponse, WithRawResponse, WithStreamingResponse
 from .results import ResponseHeaders, routed, whole
 from .retries import Attempts, Picks, Target, run
-from .settings import Connect, checked_http_client
+from .settings import Connect
 from .stream_body import DeadlinePassed, Received, Watchdog
 from .transports.environment import proxy_in_env, ssl_context
 from .transports.httpx_transport import HttpxTransport, reply_of
@@ -60,11 +59,7 @@ class SyncClient(ClientCore):
     _HTTP_CLIENT = "httpx.Client"
 
     def __init__(self, connect: Connect, arguments: Mapping[str, Any]) -> None:
-        arguments = self._arguments(arguments)
-        http_client, limits = arguments.pop("http_client", None), arguments.pop("limits", None)
-        super().__init__(connect, arguments)
-        limits = checked_limits(limits, checked_http_client(http_client, httpx.Client))
-        warn_if_insecure(self._base_url, http_client)
+        http_client, limits = self._configure(connect, arguments, httpx.Client)
         if http_client is None:
             own = functools.partial(_own_pool, limits)
             self._transport = transport = HttpxTransport(own(), own)
