@@ -192,7 +192,11 @@ class AiohttpTransport:
         )
 
     async def _slot(self, slots: asyncio.Semaphore, request: Request) -> Callable[[], None]:
-        """A slot of the capped pool (its ``release``), waited for up to the pool timeout."""
+        """A slot of the capped pool (its ``release``), waited for up to the pool timeout. A free one is
+        taken at once, with no timer: arming one and cancelling it cost a request 7 us of CPU."""
+        if not slots.locked():
+            await slots.acquire()  # returns without waiting
+            return slots.release
         try:
             async with asyncio.timeout(request.timeout.pool):
                 await slots.acquire()
