@@ -35,6 +35,11 @@ library and its tests, the sandbox, the CLI, Ray, the frameworks, the contract t
 clients build), the install (mypy outside the checkout, for the running version), the docs' examples
 (each runs in a fresh interpreter) and the bench's smoke test."""
 
+HTTPX2_MOCKS = {"pytest-httpx2": "test_pytest_httpx2.py", "httpx2-pytest": "test_httpx2_pytest.py"}
+"""The httpx2 mocking plugins, each with its tests in ``tests/httpx2_mocks/`` (and its examples in
+docs/testing.md): both install the module ``pytest_httpx2`` with the fixture ``httpx2_mock``, so each
+runs in an environment of its own (``httpx2_mocks``)."""
+
 nox.options.default_venv_backend = "uv|venv"  # uv (a dev dependency) installs the dev extra in seconds
 nox.options.sessions = ["tests"]
 nox.options.error_on_missing_interpreters = False  # .ci/run decides which versions must be there
@@ -69,3 +74,27 @@ def tests(session: nox.Session) -> None:
     workers = str(2 * (os.cpu_count() or 1))  # the Makefile's WORKERS: two per CPU
     session.run("python", "-m", "pytest", "-q", "-n", "3", "-m", "serial and not dist", *left_out)
     session.run("python", "-m", "pytest", "-q", "-n", workers, "-m", "not serial and not dist", *left_out)
+
+
+@nox.session(python=REFERENCE)
+@nox.parametrize("plugin", list(HTTPX2_MOCKS))
+def httpx2_mocks(session: nox.Session, plugin: str) -> None:
+    """Users' httpx2 mocks see the clients' calls: the plugin's tests and docs/testing.md's examples for it,
+    in a small environment (the package with its httpx2 and sandbox extras, pytest and the plugin).
+
+    The project's pytest options name the suite's plugins, which are not here: ``-o addopts=`` drops
+    them, and ``--confcutdir`` leaves out the suite's conftest.py.
+    """
+    session.install("-e", ".[sandbox,httpx2]", "pytest", "pytest-asyncio", "pytest-timeout", "sybil", plugin)
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        "-q",
+        "-o",
+        "addopts=",
+        "--confcutdir=tests/httpx2_mocks",
+        f"tests/httpx2_mocks/{HTTPX2_MOCKS[plugin]}",
+        "tests/test_docs_examples.py::test_example_runs",
+        env={"DOCS_EXAMPLES_PLUGIN": plugin, "PYTHONDONTWRITEBYTECODE": ""},
+    )

@@ -6,27 +6,35 @@ Helpers that are not fixtures live in ``tests/helpers.py``.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import shutil
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-import httpx
 import pytest
 from helpers import (
     CLASSES,
     CREDENTIALS,
     ENV_VARS,
+    LIBRARY_ENV,
     ROOT,
     TEST_TIMEOUT,
     Handler,
     LocalServer,
     call,
+    http_library,
+    mock_transport,
     retry_waits,
 )
 from redis_server import redis_server, redis_url  # noqa: F401  (fixtures: a real redis-server)
 
 from wrapper._core import options
+
+collect_ignore = ["httpx2_mocks"]
+"""Tests of users' httpx2 mocks: each needs a plugin the suite's environment lacks (both install the module
+``pytest_httpx2``); ``nox -s httpx2_mocks`` runs them, one environment a plugin."""
 
 
 @pytest.fixture
@@ -56,26 +64,35 @@ def lane(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.fixture(params=["httpx", "httpx2"])
+def library(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """Run the test on each HTTP library, httpx and httpx2: the clients' own pools speak it
+    (``COMPLETION_CLIENTS_HTTP``), and ``make_client`` gives its clients one of its ``Client``s. A test
+    module runs whole on both with ``pytestmark = pytest.mark.usefixtures("library")``."""
+    monkeypatch.setenv(LIBRARY_ENV, request.param)
+    return importlib.import_module(request.param)
+
+
 @pytest.fixture
 async def make_client(sleeps: list[float], clean_env: None) -> AsyncIterator[Callable[..., Any]]:
     """``make_client(provider, mode, handler=..., **options)``: a client on a MockTransport (or, with
     ``base_url`` and no handler, on its default transport), closed after the test. ``mode`` is
     ``"sync"``, ``"async"``, or a ``lane``: ``"aiohttp"`` (async, its default transport) or ``"httpx"``
-    (async on an ``httpx.AsyncClient`` of its own)."""
+    (async on an ``httpx.AsyncClient`` of its own). Under the ``library`` fixture's httpx2, the
+    MockTransport and the ``AsyncClient`` are httpx2's (``helpers.mock_transport``)."""
     opened: list[Any] = []
 
     def make(provider: str, mode: str, handler: Handler | None = None, **options: Any) -> Any:
         cls = CLASSES[provider][mode != "sync"]
+        http = http_library()
         if mode == "httpx" and handler is None:
-            options.setdefault("http_client", httpx.AsyncClient())
+            options.setdefault("http_client", http.AsyncClient())
         if handler is not None:
-            transport = httpx.MockTransport(handler)
-            http = (
-                httpx.Client(transport=transport)
-                if mode == "sync"
-                else httpx.AsyncClient(transport=transport)
+            transport = mock_transport(http, handler)
+            given = (
+                http.Client(transport=transport) if mode == "sync" else http.AsyncClient(transport=transport)
             )
-            options.setdefault("http_client", http)
+            options.setdefault("http_client", given)
             options.setdefault("base_url", "https://api.test/api")
         client = cls(**{**CREDENTIALS[provider], **options})
         opened.append(client)
@@ -148,8 +165,8 @@ async def net_client(net_env: pytest.MonkeyPatch) -> AsyncIterator[Callable[...,
     """``net_client(provider, path, base_url, **options)``: a client built now (from the environment as it
     is now), without retries and with a 10 s timeout unless given; closed after the test.
 
-    On the ``async-user`` path the user's ``httpx.AsyncClient(**user_options)`` is built now too, so it
-    reads the same environment (httpx's ``trust_env``).
+    On the ``async-user`` path the user's ``httpx.AsyncClient(**user_options)`` (httpx2's under the
+    ``library`` fixture's httpx2) is built now too, so it reads the same environment (httpx's ``trust_env``).
     """
     opened: list[Any] = []
 
@@ -157,7 +174,7 @@ async def net_client(net_env: pytest.MonkeyPatch) -> AsyncIterator[Callable[...,
         provider: str, path: str, base_url: str, user_options: dict[str, Any] | None = None, **options: Any
     ) -> Any:
         if path == "async-user":
-            options["http_client"] = httpx.AsyncClient(**(user_options or {}))
+            options["http_client"] = http_library().AsyncClient(**(user_options or {}))
         options.setdefault("timeout", 10.0)
         options.setdefault("max_retries", 0)
         client = CLASSES[provider][path != "sync"](**CREDENTIALS[provider], base_url=base_url, **options)

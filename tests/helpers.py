@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import inspect
 import json
 import logging
@@ -19,10 +20,11 @@ import threading
 import time
 import tomllib
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 from urllib.parse import quote, quote_plus
 
@@ -404,6 +406,68 @@ def sse_data(text: str, **extra: Any) -> str:
 
 
 GRADIENT_BODY = {"finishReason": "stop", "generatedOutput": "yes"}
+
+
+LIBRARY_ENV = "COMPLETION_CLIENTS_HTTP"
+
+
+def http_library() -> ModuleType:
+    """The HTTP library of the clients' own pools in this test (``COMPLETION_CLIENTS_HTTP``, which the
+    ``library`` fixture sets): httpx, or httpx2."""
+    return importlib.import_module(os.environ.get(LIBRARY_ENV) or "httpx")
+
+
+def mock_transport(http: ModuleType, handler: Callable[[Any], Any]) -> Any:
+    """``http.MockTransport`` answering with ``handler``, which is written with httpx's classes: on httpx2,
+    the responses it returns, their bodies and the exceptions it raises (or its bodies raise) become
+    httpx2's classes of the same names, so one handler serves both libraries' tests."""
+    if http is httpx:
+        return httpx.MockTransport(handler)
+
+    def translated(request: Any) -> Any:
+        try:
+            response = handler(request)
+        except httpx.HTTPError as exc:
+            raise _translated_error(http, exc) from exc
+        return http.Response(
+            response.status_code,
+            headers=response.headers.raw,
+            stream=_translated_stream(http, response.stream),
+            extensions=response.extensions,
+        )
+
+    return http.MockTransport(translated)
+
+
+def _translated_error(http: ModuleType, exc: httpx.HTTPError) -> Exception:
+    error: Exception = getattr(http, type(exc).__name__)(str(exc))
+    return error
+
+
+def _translated_stream(http: ModuleType, stream: Any) -> Any:
+    """An httpx body as ``http``'s (both sync and async), raising ``http``'s exceptions."""
+
+    class Stream(http.SyncByteStream, http.AsyncByteStream):  # type: ignore[misc,name-defined]
+        def __iter__(self) -> Iterator[bytes]:
+            try:
+                yield from stream
+            except httpx.HTTPError as exc:
+                raise _translated_error(http, exc) from exc
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            try:
+                async for chunk in stream:
+                    yield chunk
+            except httpx.HTTPError as exc:
+                raise _translated_error(http, exc) from exc
+
+        def close(self) -> None:
+            stream.close()
+
+        async def aclose(self) -> None:
+            await stream.aclose()
+
+    return Stream()
 
 
 async def call(result: Any) -> Any:

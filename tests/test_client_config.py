@@ -13,6 +13,8 @@ from helpers import CLASSES, CREDENTIALS, LocalServer
 from wrapper import DefaultAsyncHttpxClient, DefaultHttpxClient
 from wrapper.errors import InsecureConnectionWarning
 
+pytestmark = pytest.mark.usefixtures("library")  # every test on httpx and on httpx2
+
 BAD_BASE_URLS = ["127.0.0.1:3026", "localhost", "ftp://example.com", "http://", "https:///path"]
 BAD_TIMEOUTS: list[Any] = [
     0,

@@ -47,6 +47,8 @@ from wrapper.errors import (
 from wrapper.sandbox import Sandbox
 from wrapper.scale import AsyncScale, Scale
 
+pytestmark = pytest.mark.usefixtures("library")  # every test on httpx and on httpx2
+
 # --- a malformed Scale body fails at complete(), never later from .raw ---------------------------------
 
 BAD_COMPLETIONS = [

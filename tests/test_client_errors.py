@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import pickle
 import re
+from types import ModuleType
 from typing import Any
 
 import httpx
@@ -35,6 +36,8 @@ from wrapper.errors import (
     UnknownModelError,
     UnprocessableEntityError,
 )
+
+pytestmark = pytest.mark.usefixtures("library")  # every test on httpx and on httpx2
 
 GRADIENT = spec("gradient")
 VALIDATION_PAYLOAD = {
@@ -290,20 +293,27 @@ async def test_malformed_success_is_a_validation_error(
 @pytest.mark.parametrize(
     ("exc", "cls"),
     [
-        (httpx.ConnectError("refused"), APIConnectionError),
-        (httpx.RemoteProtocolError("server disconnected"), APIConnectionError),
-        (httpx.ReadTimeout("slow"), APITimeoutError),
-        (httpx.ConnectTimeout("slow"), APITimeoutError),
+        (("ConnectError", "refused"), APIConnectionError),
+        (("RemoteProtocolError", "server disconnected"), APIConnectionError),
+        (("ReadTimeout", "slow"), APITimeoutError),
+        (("ConnectTimeout", "slow"), APITimeoutError),
     ],
 )
-async def test_transport_failures(make_client: Any, mode: str, exc: Exception, cls: Any) -> None:
+async def test_transport_failures(
+    make_client: Any, mode: str, library: ModuleType, exc: tuple[str, str], cls: Any
+) -> None:
+    """Each of the library's transport errors, raised by the client's own transport (httpx2's on httpx2)."""
+    name, message = exc
+    raised = getattr(library, name)(message)
+
     def handler(request: httpx.Request) -> httpx.Response:
-        raise exc
+        raise raised
 
     error = await failure(make_client("scale", mode, handler, max_retries=0))
     assert type(error) is cls
-    assert error.__cause__ is exc
-    assert isinstance(error.request, httpx.Request)
+    assert type(error.__cause__) is getattr(library, name)
+    assert str(error.__cause__) == message
+    assert isinstance(error.request, library.Request)
 
 
 async def test_a_real_timeout(make_client: Any, server: LocalServer, mode: str) -> None:

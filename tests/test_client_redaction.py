@@ -12,6 +12,8 @@ from helpers import GRADIENT_BODY, GRADIENT_TOKEN, SCALE_KEY, LocalServer, call,
 import wrapper._core.client
 from wrapper.errors import APIError, AuthenticationError, ContentFlaggedError
 
+pytestmark = pytest.mark.usefixtures("library")  # every test on httpx and on httpx2
+
 SECRETS = (SCALE_KEY, GRADIENT_TOKEN)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from types import ModuleType
 from typing import Any
 
 import httpx
@@ -28,6 +29,8 @@ from wrapper._generated.gradient.models import CompleteModelSuccess
 from wrapper._generated.scale.models import CompletionResponse
 from wrapper.gradient import AsyncGradient, Gradient
 from wrapper.scale import AsyncScale, Scale
+
+pytestmark = pytest.mark.usefixtures("library")  # every test on httpx and on httpx2
 
 SCALE_PARAMS: dict[str, Any] = {
     "max_tokens": 32,
@@ -358,13 +361,18 @@ def test_module_level_functions_use_a_default_client(
     assert server.requests[0][2]["x-api-key"] == "env-key"
 
 
-def test_importing_the_clients_stays_light() -> None:
+def test_importing_the_clients_stays_light(library: ModuleType) -> None:
     """No sandbox, CLI or test-only packages; aiohttp is loaded here, so that a first async client built
-    inside a running loop imports nothing there (tests/test_event_loops.py)."""
+    inside a running loop imports nothing there (tests/test_event_loops.py); httpx2 only when asked for
+    (``COMPLETION_CLIENTS_HTTP``), and then ahead too."""
     code = "import sys, wrapper, wrapper.scale, wrapper.gradient, wrapper.errors; print(sorted(sys.modules))"
     loaded = set(json.loads(subprocess.check_output([sys.executable, "-c", code]).decode().replace("'", '"')))
     assert not loaded & {"starlette", "uvicorn", "tqdm", "yaml", "jsonschema", "pytest"}
     assert "aiohttp" in loaded
+    if library.__name__ == "httpx2":
+        assert {"httpx2", "httpcore2._backends.anyio"} <= loaded
+    else:
+        assert "httpx2" not in loaded
     assert wrapper.Completion is Completion
 
 

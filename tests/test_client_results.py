@@ -11,6 +11,8 @@ from helpers import GRADIENT_BODY, LocalServer, call, collect, json_reply, scale
 
 from wrapper import Completion
 
+pytestmark = pytest.mark.usefixtures("library")  # every test on httpx and on httpx2
+
 EVENTS = [
     'data: {"completions": [["p", ["Hel"]]]}',
     'data: {"completions": [["p", ["lo"]]], "finish_reason": "stop", "response_tokens": 2}',

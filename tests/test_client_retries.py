@@ -25,6 +25,8 @@ from wrapper.errors import (
     UnknownBaseModelError,
 )
 
+pytestmark = pytest.mark.usefixtures("library")  # every test on httpx and on httpx2
+
 
 class Script:
     """A MockTransport handler answering with a list of responses (or exceptions to raise), in order."""

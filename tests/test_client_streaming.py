@@ -21,6 +21,8 @@ from wrapper.errors import (
     UnprocessableEntityError,
 )
 
+pytestmark = pytest.mark.usefixtures("library")  # every test on httpx and on httpx2
+
 
 def data(text: str, **extra: Any) -> str:
     return "data: " + json.dumps({"completions": [["prompt", [text]]], **extra})

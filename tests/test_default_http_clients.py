@@ -1,15 +1,17 @@
-"""``DefaultHttpxClient``, ``DefaultAsyncHttpxClient`` as ``http_client=``: our pool, with changes."""
+"""``DefaultHttpxClient``, ``DefaultAsyncHttpxClient`` as ``http_client=``: our pool, with changes; and
+``DefaultHttpx2Client``, ``DefaultAsyncHttpx2Client``, the same on httpx2 (the ``library`` fixture)."""
 # ruff: noqa: F811  (the shared fixtures are imported, then named as parameters)
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import httpx
 import pytest
-from helpers import LocalServer, call, collect
+from helpers import LocalServer, call, collect, http_library
 from sandbox_fixtures import _no_faults_left, recording_sandbox  # noqa: F401
 from test_network import ForwardProxy, ca_file, proxy, tls_ca, tls_sandbox  # noqa: F401
 
@@ -18,6 +20,8 @@ from wrapper.errors import APIConnectionError, APITimeoutError
 from wrapper.gradient import AsyncGradient, Gradient
 from wrapper.sandbox import Sandbox
 from wrapper.scale import AsyncScale, Scale
+
+pytestmark = pytest.mark.usefixtures("library")  # every test on httpx and on httpx2
 
 SCALE_MODEL = "llama-3-8b-instruct"
 POOL_TIMEOUT = httpx.Timeout(10.0, pool=0.2)
@@ -29,7 +33,11 @@ def mode(request: pytest.FixtureRequest) -> str:
 
 
 def default_http_client(mode: str, **options: Any) -> httpx.Client | httpx.AsyncClient:
-    return (wrapper.DefaultHttpxClient if mode == "sync" else wrapper.DefaultAsyncHttpxClient)(**options)
+    """The default client of the test's library (``DefaultHttpx2Client``, ... on httpx2)."""
+    suffix = "2" if http_library().__name__ == "httpx2" else ""
+    name = f"Default{'Async' if mode == 'async' else ''}Httpx{suffix}Client"
+    default: Any = getattr(wrapper, name)
+    return default(**options)  # type: ignore[no-any-return]
 
 
 def scale_over(mode: str, base_url: str, **options: Any) -> Scale | AsyncScale:
@@ -150,8 +158,8 @@ async def test_other_httpx_options_apply_too(server: LocalServer, mode: str) -> 
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"limts": httpx.Limits()}, "'limts' is not a keyword argument of httpx."),
-        ({"limits": 10}, "limits must be an httpx.Limits; got 10"),
+        ({"limts": httpx.Limits()}, "'limts' is not a keyword argument of httpx"),
+        ({"limits": 10}, "limits must be an httpx.Limits (or httpx2.Limits); got 10"),
         ({"verify": "/no/such/ca.pem"}, "verify: no CA bundle at '/no/such/ca.pem'"),
         ({"verify": 1}, "verify must be True, False, an ssl.SSLContext or the path of a CA bundle; got 1"),
         ({"verify": __file__}, "is not a PEM CA bundle"),
@@ -163,8 +171,11 @@ def test_bad_options_are_refused_by_name(mode: str, options: dict[str, Any], mes
         default_http_client(mode, **options)
 
 
-async def test_they_are_httpx_clients_for_type_checkers_and_at_run_time() -> None:
-    with wrapper.DefaultHttpxClient() as sync_client:
-        assert isinstance(sync_client, httpx.Client)
-    async with wrapper.DefaultAsyncHttpxClient() as async_client:
-        assert isinstance(async_client, httpx.AsyncClient)
+async def test_they_are_the_librarys_clients_for_type_checkers_and_at_run_time(library: ModuleType) -> None:
+    with default_http_client("sync") as sync_client:
+        assert isinstance(sync_client, library.Client)
+        assert (
+            type(sync_client).__name__ == f"DefaultHttpx{'2' if library.__name__ == 'httpx2' else ''}Client"
+        )
+    async with default_http_client("async") as async_client:
+        assert isinstance(async_client, library.AsyncClient)

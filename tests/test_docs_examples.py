@@ -14,7 +14,11 @@ at one sandbox (seed 0), reset before each block. Conventions of the pages:
 - a block that reads ``REDIS_URL`` gets a real ``redis-server`` there (``tests/redis_server.py``),
   started for the module on the first such block and emptied before each;
 - a block whose first line is ``# Type-checked, not run: <why>`` needs what this machine lacks
-  (an S3 bucket, a corporate CA); it is not run, and says so on the page.
+  (an S3 bucket, a corporate CA); it is not run, and says so on the page;
+- a block whose first line is ``# Needs <plugin> (run by nox -s <session>): <why>`` is a test file
+  for a pytest plugin the suite's environment lacks (an httpx2 mocking plugin: the two install the
+  same module): it runs in that nox session, which installs the plugin and names it in
+  ``DOCS_EXAMPLES_PLUGIN``, and nowhere else.
 
 Every block, run or not, is also type-checked with mypy.
 """
@@ -40,6 +44,9 @@ from wrapper.sandbox import Sandbox
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
 NOT_RUN = re.compile(r"# Type-checked, not run: (?P<why>\S.*)")
+NEEDS = re.compile(r"# Needs (?P<plugin>[\w-]+) \(run by nox -s (?P<session>[\w-]+)\): (?P<why>\S.*)")
+PLUGIN = os.environ.get("DOCS_EXAMPLES_PLUGIN")
+"""The plugin the blocks run here need (set by a nox session), or None: the blocks that need none."""
 # A reader's project has the plugins the testing page names, not the dev extra's (hypothesis, ...).
 USER_PLUGINS = ["-p", "asyncio", "-p", "pytest_httpx", "-p", "completion_clients"]
 RATE_LIMITED = re.compile(r"\bSandbox\([^)]*\b[rt]pm=")
@@ -58,6 +65,19 @@ class Block(NamedTuple):
         first = self.code.split("\n", 1)[0]
         match = NOT_RUN.fullmatch(first.strip())
         return match["why"] if match else None
+
+    @property
+    def needs(self) -> re.Match[str] | None:
+        """The plugin the block needs and the nox session that installs it (``NEEDS``); None: none."""
+        return NEEDS.fullmatch(self.code.split("\n", 1)[0].strip())
+
+    @property
+    def plugins(self) -> list[str]:
+        """The pytest plugins its test file runs with: ``USER_PLUGINS``, the plugin it needs instead of
+        pytest-httpx (whose module is ``pytest_httpx2`` for either httpx2 plugin)."""
+        if self.needs is None:
+            return USER_PLUGINS
+        return [plugin.replace("pytest_httpx", "pytest_httpx2") for plugin in USER_PLUGINS]
 
     @property
     def meets_a_rate_limit(self) -> bool:
@@ -128,7 +148,11 @@ def _environment(sandbox: Sandbox) -> dict[str, str]:
     return env
 
 
-RUN = [e for e in EXAMPLES if e.parsed.not_run is None]
+RUN = [
+    e
+    for e in EXAMPLES
+    if e.parsed.not_run is None and (e.parsed.needs and e.parsed.needs["plugin"]) == (PLUGIN or None)
+]
 
 
 @pytest.mark.parametrize(
@@ -146,7 +170,16 @@ def test_example_runs(
         environment["REDIS_URL"] = request.getfixturevalue("redis_url")
     if block.is_test_file:
         script = tmp_path / "test_example.py"
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *USER_PLUGINS, script.name]
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *block.plugins,
+            script.name,
+        ]
     else:
         script = tmp_path / "example.py"
         command = [sys.executable, script.name]
@@ -185,6 +218,22 @@ def test_blocks_not_run_say_why() -> None:
     for example in EXAMPLES:
         why = example.parsed.not_run
         assert why is None or len(why) > 10, f"{_name(example)}: say what the block needs"
+
+
+def test_blocks_for_a_plugin_run_in_a_nox_session_that_installs_it() -> None:
+    """Each block that ``# Needs`` a plugin names the session of ``noxfile.py`` that installs it
+    (``HTTPX2_MOCKS``), and each plugin it installs has its blocks."""
+    tree = ast.parse((ROOT / "noxfile.py").read_text())
+    installed = next(
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "HTTPX2_MOCKS"
+    )
+    needed = {example.parsed.needs["plugin"] for example in EXAMPLES if example.parsed.needs}
+    assert needed == set(installed)
+    for example in EXAMPLES:
+        if example.parsed.needs:
+            assert example.parsed.needs["session"] == "httpx2_mocks", _name(example)
 
 
 # Examples stay short: untyped test functions and helpers are fine, but their bodies are checked.

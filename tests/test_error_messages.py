@@ -24,6 +24,8 @@ from wrapper.gradient import Gradient
 from wrapper.sandbox import Sandbox
 from wrapper.scale import Scale
 
+pytestmark = pytest.mark.usefixtures("library")  # every test on httpx and on httpx2
+
 MODELS = {"scale": "llama-3-8b-instruct", "gradient": "nous-hermes2"}
 ENDPOINTS = {
     "scale": f"/v4/models/{MODELS['scale']}/completions",

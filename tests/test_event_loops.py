@@ -19,12 +19,14 @@ from helpers import ENV_VARS, LocalServer, echo_reply
 
 from wrapper.sandbox import Sandbox
 
+pytestmark = pytest.mark.usefixtures("library")  # every test on httpx and on httpx2
+
 FIRST_CALL = """
-import asyncio, sys
-import httpx
+import asyncio, importlib, os, sys
 from wrapper.scale import AsyncScale
 
-client = AsyncScale(http_client=httpx.AsyncClient()) if sys.argv[1] == "async-user" else AsyncScale()
+http = importlib.import_module(os.environ.get("COMPLETION_CLIENTS_HTTP") or "httpx")  # httpx, or httpx2
+client = AsyncScale(http_client=http.AsyncClient()) if sys.argv[1] == "async-user" else AsyncScale()
 built = set(sys.modules)
 
 async def first_calls():

@@ -21,14 +21,16 @@ import pytest
 import trustme
 from helpers import ENV_VARS, LocalServer, echo_reply
 
+pytestmark = pytest.mark.usefixtures("library")  # every test on httpx and on httpx2
+
 ROUNDS = 10  # each a fresh fork from a parent whose pool holds a connection it has just used
 THREADED_FORK = "ignore:This process:DeprecationWarning"
 """Python 3.12+ warns on a fork while asyncio's resolver thread (httpx's pool looks up even an IP) lives."""
 
 FORKS = """
 import asyncio, os, sys
+import wrapper
 import wrapper.scale as sgp
-from wrapper import DefaultHttpxClient
 from wrapper.scale import AsyncScale, Scale
 
 mode, rounds = sys.argv[1], int(sys.argv[2])
@@ -57,8 +59,9 @@ async def wrong_async(client, who):
     return wrong
 
 
-if mode == "sync-DefaultHttpxClient":
-    client = Scale(http_client=DefaultHttpxClient())
+if mode == "sync-DefaultHttpxClient":  # DefaultHttpx2Client on httpx2
+    on_httpx2 = os.environ.get("COMPLETION_CLIENTS_HTTP") == "httpx2"
+    client = Scale(http_client=(wrapper.DefaultHttpx2Client if on_httpx2 else wrapper.DefaultHttpxClient)())
     in_parent = in_child = lambda who: wrong_sync(client, who)
     close = client.close
 elif mode.startswith("sync"):

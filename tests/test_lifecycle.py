@@ -21,6 +21,8 @@ from wrapper import CallHooks, ClientClosedError, Completion
 from wrapper.errors import APIError, InternalServerError
 from wrapper.sandbox import Sandbox
 
+pytestmark = pytest.mark.usefixtures("library")  # every test on httpx and on httpx2
+
 MODELS = {"scale": "llama-3-8b-instruct", "gradient": "nous-hermes2"}
 
 

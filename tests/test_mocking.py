@@ -12,46 +12,18 @@ import httpcore
 import httpx
 import pytest
 import respx
-from helpers import CLASSES, CREDENTIALS, GRADIENT_BODY, LocalServer, call, collect, scale_body
+from helpers import CREDENTIALS, LocalServer
+from httpx2_mocks._answers import BASE_URLS, CLIENTS, exercise
+from httpx2_mocks._answers import answer as answer_with
 from pytest_httpx import HTTPXMock
 
 from wrapper.scale import AsyncScale
 
-BASE_URLS = {"scale": "https://scale.mocked.test", "gradient": "https://gradient.mocked.test/api"}
-CLIENTS = [(provider, mode) for provider in ("scale", "gradient") for mode in ("sync", "async")]
-
 
 def answer(request: httpx.Request) -> httpx.Response:
-    """What the mocked API says: Scale streams when asked to; the body echoes the prompt."""
-    body = json.loads(request.content)
-    prompt = body.get("prompt", body.get("query"))
-    headers = {"x-request-id": f"req-{prompt}"}
-    if body.get("stream"):
-        event = json.dumps({"completions": [[prompt, [f"mocked {prompt}"]]], "finish_reason": "stop"})
-        headers["content-type"] = "text/event-stream"
-        return httpx.Response(200, headers=headers, content=f"data: {event}\n\n".encode())
-    if "query" in body:
-        return httpx.Response(
-            200, headers=headers, json={**GRADIENT_BODY, "generatedOutput": f"mocked {prompt}"}
-        )
-    return httpx.Response(200, headers=headers, json=scale_body(f"mocked {prompt}"))
-
-
-async def exercise(provider: str, mode: str) -> None:
-    """``complete``, ``stream`` and ``complete_many`` on a default client; what each returned is checked."""
-    client = CLASSES[provider][mode == "async"](
-        **CREDENTIALS[provider], base_url=BASE_URLS[provider], timeout=10
-    )
-    try:
-        result = await call(client.complete("m", "one"))
-        assert (result.text, result.request_id) == ("mocked one", "req-one")
-        chunks = await collect(client.stream("m", "two"))
-        assert [c.text for c in chunks] == ["mocked two"]
-        assert chunks[-1].request_id == "req-two"
-        batch = await collect(client.complete_many("m", ["a", "b", "c"], ordered=True))
-        assert [r.completion.text for r in batch] == ["mocked a", "mocked b", "mocked c"]
-    finally:
-        await call(client.close())
+    """What the mocked API says (``httpx2_mocks/_answers.py``), as an ``httpx.Response``."""
+    response: httpx.Response = answer_with(request, httpx)
+    return response
 
 
 @pytest.mark.usefixtures("clean_env")

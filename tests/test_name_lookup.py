@@ -22,6 +22,7 @@ from wrapper.errors import APITimeoutError
 
 pytestmark = [
     pytest.mark.serial,  # bounds on wall-clock time
+    pytest.mark.usefixtures("library"),  # on httpx and on httpx2
     # The slow names resolve to a loopback server over plain http://, which the clients warn about for a
     # name that is not loopback itself (tests/test_client_config.py checks that warning).
     pytest.mark.filterwarnings("ignore::wrapper.errors.InsecureConnectionWarning"),

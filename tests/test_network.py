@@ -18,6 +18,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
+from types import ModuleType
 from typing import Any
 
 import httpx
@@ -37,6 +38,8 @@ from helpers import (
 
 from wrapper.errors import APIConnectionError, APIStatusError, APITimeoutError
 from wrapper.sandbox import Sandbox
+
+pytestmark = pytest.mark.usefixtures("library")  # every test on httpx and on httpx2
 
 SCALE_MODEL = "llama-3-8b-instruct"
 
@@ -321,17 +324,18 @@ async def test_a_refused_connection(net_client: Any, path: str) -> None:
 # --- headers -----------------------------------------------------------------------------------------------
 
 
-def expected_user_agent() -> re.Pattern[str]:
+def expected_user_agent(library: ModuleType) -> re.Pattern[str]:
+    """``completion-clients/<version> httpx/<version>``, or ``httpx2/<version>`` on httpx2."""
     try:
         version = re.escape(importlib.metadata.version("completion-clients"))
     except importlib.metadata.PackageNotFoundError:
         version = "0"
-    return re.compile(rf"completion-clients/{version} httpx/{re.escape(httpx.__version__)}")
+    return re.compile(rf"completion-clients/{version} {library.__name__}/{re.escape(library.__version__)}")
 
 
 @pytest.mark.parametrize("provider", ["scale", "gradient"])
 async def test_user_agent_and_default_headers_on_every_request(
-    net_client: Any, server: LocalServer, path: str, provider: str
+    net_client: Any, server: LocalServer, path: str, provider: str, library: ModuleType
 ) -> None:
     reply = json_reply(200, scale_body() if provider == "scale" else GRADIENT_BODY)
     events = ['data: {"completions": [["p", ["Hi"]]], "finish_reason": "stop"}']
@@ -343,7 +347,7 @@ async def test_user_agent_and_default_headers_on_every_request(
     await call(client.with_options(max_retries=1).complete("m", "p"))
     assert len(server.requests) == 3
     for _, _, headers, _ in server.requests:
-        assert expected_user_agent().fullmatch(headers["user-agent"]), headers["user-agent"]
+        assert expected_user_agent(library).fullmatch(headers["user-agent"]), headers["user-agent"]
         assert (headers["x-team"], headers["x-trace"]) == ("search", "t-1")
 
 

@@ -253,6 +253,19 @@ def test_bad_arguments_are_refused_before_anything_runs(
         complete_dataset(_prompts(3), call.pop("api"), "m", **call)
 
 
+@pytest.mark.parametrize("library", ["httpx", "httpx2"])
+def test_the_workers_speak_the_drivers_http_library(
+    local_cluster: None, server: LocalServer, monkeypatch: pytest.MonkeyPatch, library: str
+) -> None:
+    """``COMPLETION_CLIENTS_HTTP`` set in the driver after the cluster started reaches the workers."""
+    monkeypatch.setenv("COMPLETION_CLIENTS_HTTP", library)
+    options = {"api_key": SECRET, "base_url": server.url, "timeout": 10}
+    rows = complete_dataset(_prompts(4), "scale", "m", workers=1, client_options=options).take_all()
+    assert [row["error"] for row in rows] == [None] * 4
+    agents = {headers["user-agent"].split()[-1].partition("/")[0] for _, _, headers, _ in server.requests}
+    assert agents == {library}
+
+
 def test_a_column_it_would_add_is_refused(local_cluster: None) -> None:
     dataset = ray.data.from_items([{"prompt": "Alice", "error": "earlier"}])
     with pytest.raises(ValueError, match=r"already has column\(s\) \['error'\]"):

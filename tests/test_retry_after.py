@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from wrapper import RetryPolicy
 from wrapper.errors import RateLimitError
 
+pytestmark = pytest.mark.usefixtures("library")  # every test on httpx and on httpx2
+
 BACKOFF = RetryPolicy()
 FIRST_BACKOFF = (BACKOFF.initial_backoff * (1 - BACKOFF.jitter), BACKOFF.initial_backoff)
 """The range of the wait before a first retry when the server's value is ignored."""

@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from wrapper.errors import APITimeoutError, IncompleteStreamError
 from wrapper.sandbox import Sandbox
 
+pytestmark = pytest.mark.usefixtures("library")  # every test on httpx and on httpx2
+
 MODEL = "llama-3-8b-instruct"
 ASK = {"max_tokens": 6, "temperature": 0.0}  # greedy: the same text every time
 BOM = b"\xef\xbb\xbf"

@@ -23,6 +23,8 @@ from wrapper.errors import (
     InternalServerError,
 )
 
+pytestmark = pytest.mark.usefixtures("library")  # every test on httpx and on httpx2
+
 FINAL = sse_data("!", finish_reason="stop", prompt_tokens=3, response_tokens=3)
 EVENTS = [sse_data("Hel"), sse_data("lo"), FINAL]
 NOT_ASKED = json_reply(200, scale_body("must not be asked"))

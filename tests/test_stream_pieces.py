@@ -13,6 +13,8 @@ from langchain_core.callbacks import BaseCallbackHandler
 
 from wrapper.langchain import ScaleLLM
 
+pytestmark = pytest.mark.usefixtures("library")  # every test on httpx and on httpx2
+
 EVENTS = [
     sse_data("Hel"),
     sse_data(""),

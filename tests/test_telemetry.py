@@ -46,6 +46,8 @@ from wrapper.gradient import AsyncGradient, Gradient
 from wrapper.sandbox import Sandbox
 from wrapper.scale import AsyncScale, Scale
 
+pytestmark = pytest.mark.usefixtures("library")  # every test on httpx and on httpx2
+
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = {"scale": "llama-3-8b-instruct", "gradient": "nous-hermes2"}
 # Every request parameter the conventions name, as each provider's keyword arguments.

@@ -19,6 +19,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import httpx
@@ -33,6 +34,8 @@ from wrapper.errors import (
     InternalServerError,
 )
 from wrapper.sandbox import Sandbox
+
+pytestmark = pytest.mark.usefixtures("library")  # every test on httpx and on httpx2
 
 EVENT = json.dumps({"completions": [["p", ["Hi"]]]})
 LAST = json.dumps({"completions": [["p", [" there"]]], "finish_reason": "stop"})
@@ -272,9 +275,10 @@ async def test_a_content_encoding_gives_the_same_outcome_on_every_path(
 
 
 async def test_every_path_asks_for_the_encodings_httpx_decodes(
-    net_client: Any, server: LocalServer, path: str
+    net_client: Any, server: LocalServer, path: str, library: ModuleType
 ) -> None:
-    with httpx.Client() as plain:
+    """Those of the library in use: httpx2 decodes zstd too."""
+    with library.Client() as plain:
         asked = plain.headers["accept-encoding"]
     client = net_client("scale", path, server.url)
     await call(client.complete("m", "p"))

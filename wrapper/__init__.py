@@ -4,10 +4,11 @@ The result classes, the request options (``RequestOptions``; ``Options`` in forc
 how a call's keyword arguments are split and checked), the clients' options (``ClientOptions``), the
 hooks (``CallHooks``: what extras and your own code add to each call, and ``Routing``, where each
 attempt of a call goes, the router's extension of them), the clients' base classes (``SyncClient``,
-``AsyncClient``: to annotate code that takes either API's client) and the default HTTP clients
-(``DefaultHttpxClient``, ``DefaultAsyncHttpxClient``) are importable from here, and so are the router's
-``Router``, ``AsyncRouter`` and ``Route`` (``wrapper.router``); they load on first use, so that
-``import wrapper`` loads none of them.
+``AsyncClient``: to annotate code that takes either API's client), the default HTTP clients
+(``DefaultHttpxClient``, ``DefaultAsyncHttpxClient``; ``DefaultHttpx2Client``,
+``DefaultAsyncHttpx2Client`` on httpx2) and ``HTTP_LIBRARY_ENV`` are importable from here, and so are
+the router's ``Router``, ``AsyncRouter`` and ``Route`` (``wrapper.router``); they load on first use, so
+that ``import wrapper`` loads none of them.
 """
 
 from __future__ import annotations
@@ -35,13 +36,20 @@ if TYPE_CHECKING:
     from wrapper._core.streams import AsyncCompletionStream, CompletionStream
     from wrapper._core.sync_client import SyncClient
     from wrapper._core.transports.base import ClientClosedError
-    from wrapper._core.transports.default_clients import DefaultAsyncHttpxClient, DefaultHttpxClient
+    from wrapper._core.transports.default_clients import (
+        DefaultAsyncHttpx2Client,
+        DefaultAsyncHttpxClient,
+        DefaultHttpx2Client,
+        DefaultHttpxClient,
+    )
+    from wrapper._core.transports.library import HTTP_LIBRARY_ENV
     from wrapper.batch._run import AsyncBatchIterator, BatchIterator, BatchResult, BatchStats
     from wrapper.router._route import Route
     from wrapper.router._router import AsyncRouter, Router
 
 __all__ = [
     "FORGIVEN_429S",
+    "HTTP_LIBRARY_ENV",
     "AsyncBatchIterator",
     "AsyncClient",
     "AsyncCompletionStream",
@@ -58,7 +66,9 @@ __all__ = [
     "Completion",
     "CompletionChunk",
     "CompletionStream",
+    "DefaultAsyncHttpx2Client",
     "DefaultAsyncHttpxClient",
+    "DefaultHttpx2Client",
     "DefaultHttpxClient",
     "HookFactory",
     "Options",
@@ -97,6 +107,9 @@ _LAZY = {
     "CompletionChunk": "wrapper._core.results",
     "DefaultAsyncHttpxClient": "wrapper._core.transports.default_clients",
     "DefaultHttpxClient": "wrapper._core.transports.default_clients",
+    "DefaultAsyncHttpx2Client": "wrapper._core.transports.default_clients",  # imports httpx2
+    "DefaultHttpx2Client": "wrapper._core.transports.default_clients",
+    "HTTP_LIBRARY_ENV": "wrapper._core.transports.library",
     "TokenLogprob": "wrapper._core.results",
     "AsyncCompletionStream": "wrapper._core.streams",
     "ClientClosedError": "wrapper._core.transports.base",

@@ -55,6 +55,7 @@ def _connect(credentials: Mapping[str, str]) -> tuple[GradientWire, dict[str, st
 
 if TYPE_CHECKING:
     import httpx
+    import httpx2
 
     from wrapper._core.options import ClientOptions, H, RequestOptions
     from wrapper._core.results import Completion
@@ -91,7 +92,7 @@ class Gradient(SyncClient):
 
     API = API
 
-    def __init__(self, **arguments: Unpack[GradientArguments[httpx.Client]]) -> None:
+    def __init__(self, **arguments: Unpack[GradientArguments[httpx.Client | httpx2.Client]]) -> None:
         super().__init__(_connect, arguments)
 
     def complete(self, model: str, prompt: str, **params: Unpack[GradientCall]) -> Completion:
@@ -133,7 +134,9 @@ class AsyncGradient(AsyncClient):
 
     API = API
 
-    def __init__(self, **arguments: Unpack[GradientArguments[httpx.AsyncClient]]) -> None:
+    def __init__(
+        self, **arguments: Unpack[GradientArguments[httpx.AsyncClient | httpx2.AsyncClient]]
+    ) -> None:
         super().__init__(_connect, arguments)
 
     async def complete(self, model: str, prompt: str, **params: Unpack[GradientCall]) -> Completion:

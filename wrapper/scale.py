@@ -56,6 +56,7 @@ def _connect(credentials: Mapping[str, str]) -> tuple[ScaleWire, dict[str, str]]
 
 if TYPE_CHECKING:
     import httpx
+    import httpx2
 
     from wrapper._core.options import ClientOptions, H, RequestOptions
     from wrapper._core.results import Completion
@@ -93,7 +94,7 @@ class Scale(SyncClient):
 
     API = API
 
-    def __init__(self, **arguments: Unpack[ScaleArguments[httpx.Client]]) -> None:
+    def __init__(self, **arguments: Unpack[ScaleArguments[httpx.Client | httpx2.Client]]) -> None:
         super().__init__(_connect, arguments)
 
     def complete(self, model: str, prompt: str, **params: Unpack[ScaleCall]) -> Completion:
@@ -141,7 +142,7 @@ class AsyncScale(AsyncClient):
 
     API = API
 
-    def __init__(self, **arguments: Unpack[ScaleArguments[httpx.AsyncClient]]) -> None:
+    def __init__(self, **arguments: Unpack[ScaleArguments[httpx.AsyncClient | httpx2.AsyncClient]]) -> None:
         super().__init__(_connect, arguments)
 
     async def complete(self, model: str, prompt: str, **params: Unpack[ScaleCall]) -> Completion:

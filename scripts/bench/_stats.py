@@ -41,6 +41,10 @@ class Sizes:
     stream_delay: float
     router_rpm: tuple[int, ...]  # router row: each route's limit, kept by a sandbox of its own
     router_prompts: int
+    cold_requests: int  # TLS rows: requests at once from a new client, each answer held cold_delay s
+    cold_delay: float
+    cold_runs: int
+    clients: int  # TLS construction row: clients built and closed per run
 
 
 FULL = Sizes(
@@ -70,6 +74,10 @@ FULL = Sizes(
     stream_delay=0.2,
     router_rpm=(600, 900, 1500),
     router_prompts=1200,
+    cold_requests=500,
+    cold_delay=1.0,
+    cold_runs=3,
+    clients=50,
 )
 QUICK = Sizes(
     requests=20,
@@ -98,6 +106,10 @@ QUICK = Sizes(
     stream_delay=0.05,
     router_rpm=(3000, 3000, 6000),
     router_prompts=100,
+    cold_requests=20,
+    cold_delay=0.1,
+    cold_runs=1,
+    clients=3,
 )
 
 

@@ -7,31 +7,19 @@ the run's wall time. The server's CPU share during the runs is noted, to show it
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
 import httpx
 from _apis import ACCOUNT, KEY, MAX_TOKENS, MODEL, PROMPT, SCALE_HEADERS, SCALE_PATH, scale_body
+from _runs import wall_ms
 from _stats import Row, Sizes, interleaved
 from server import Server
 
 from wrapper.scale import AsyncScale
 
 __all__ = ["async_rows"]
-
-
-async def _wall_ms(requests: int, concurrency: int, call: Callable[[], Awaitable[Any]]) -> float:
-    remaining: Iterator[int] = iter(range(requests))
-
-    async def worker() -> None:
-        for _ in remaining:
-            await call()
-
-    start = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return (time.perf_counter() - start) * 1e3
 
 
 class _Load:
@@ -89,11 +77,11 @@ def async_rows(server: Server, sizes: Sizes) -> list[Row]:
     load = _Load(server)
     try:
         for call in calls.values():  # open the connections, fill caches
-            loop.run_until_complete(_wall_ms(sizes.concurrency * 4, sizes.concurrency, call))
+            loop.run_until_complete(wall_ms(sizes.concurrency * 4, sizes.concurrency, call))
         figures = interleaved(
             sizes.runs,
             {
-                name: load.timed(loop, lambda call=call: _wall_ms(sizes.requests, sizes.concurrency, call))
+                name: load.timed(loop, lambda call=call: wall_ms(sizes.requests, sizes.concurrency, call))
                 for name, call in calls.items()
             },
         )

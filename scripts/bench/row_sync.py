@@ -6,7 +6,6 @@ work, in its own process, does not count; the baseline is the same POST plus ``r
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -25,24 +24,13 @@ from _apis import (
     WORKSPACE,
     scale_body,
 )
+from _runs import cpu_per_request
 from _stats import Row, Sizes, interleaved
 
 from wrapper.gradient import Gradient
 from wrapper.scale import Scale
 
 __all__ = ["sync_rows"]
-
-
-def _cpu_per_request(requests: int, call: Callable[[], Any]) -> Callable[[], float]:
-    """A run: ``requests`` sequential calls; its sample: client CPU microseconds per call."""
-
-    def run() -> float:
-        start = time.process_time()
-        for _ in range(requests):
-            call()
-        return (time.process_time() - start) / requests * 1e6
-
-    return run
 
 
 def _row(
@@ -61,12 +49,12 @@ def _row(
 
     with client, plain:
         for call in (complete, post):  # connect, fill caches
-            _cpu_per_request(max(sizes.requests // 10, 1), call)()
+            cpu_per_request(max(sizes.requests // 10, 1), call)()
         figures = interleaved(
             sizes.runs,
             {
-                "wrapper": _cpu_per_request(sizes.requests, complete),
-                "httpx": _cpu_per_request(sizes.requests, post),
+                "wrapper": cpu_per_request(sizes.requests, complete),
+                "httpx": cpu_per_request(sizes.requests, post),
             },
         )
     return Row(name, "µs CPU/request", figures["wrapper"], "httpx.Client", figures["httpx"], target=1.10)

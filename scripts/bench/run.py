@@ -29,6 +29,7 @@ from row_router import router_rows
 from row_stream import stream_rows
 from row_streams import stream_load_rows
 from row_sync import sync_rows
+from row_tls import tls_rows
 from server import Server, serve, split_cpus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,6 +108,7 @@ def _groups(server: Server, sizes: Sizes, cpus: set[int] | None) -> dict[str, Ca
         "limits": lambda: limit_rows(sizes),
         "router": lambda: router_rows(sizes),
         "cache": lambda: cache_rows(server.url, sizes),
+        "tls": lambda: tls_rows(sizes, cpus),
         "ray": lambda: _ray(server.url, sizes),
     }
 
@@ -135,6 +137,7 @@ def main() -> None:
             "limits",
             "router",
             "cache",
+            "tls",
             "ray",
         ],
         help="run these rows only (repeatable)",

@@ -11,6 +11,7 @@ until stdin closes (so it never outlives the process that started it).
 
 ``--delay SECONDS`` holds every answer that long (an LLM's latency), without blocking other requests;
 ``GET /in-flight`` then answers the most requests held at once since the last ``GET /in-flight``.
+``--tls DIR`` serves HTTPS with ``DIR/cert.pem`` and ``DIR/key.pem`` (HTTP/1.1 alone: no ALPN).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import contextlib
 import json
 import os
 import re
+import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -28,7 +30,7 @@ from pathlib import Path
 
 from _apis import PROMPT
 
-__all__ = ["Server", "serve", "split_cpus"]
+__all__ = ["Server", "serve", "serve_h2", "split_cpus"]
 
 OUTPUT = "The capital of France is Paris, a city on the Seine known for its museums and cafes."
 STREAM_TEXT = "tok "
@@ -146,11 +148,15 @@ class _Connection(asyncio.Protocol):
                 self._transport.write(self._answers.to(head, body))
 
 
-async def _serve(chunks: int, port: int, delay: float) -> None:
+async def _serve(chunks: int, port: int, delay: float, tls: Path | None) -> None:
     loop = asyncio.get_running_loop()
     answers, held = _Answers(chunks), _Held()
+    context = None
+    if tls is not None:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(tls / "cert.pem", tls / "key.pem")
     server = await loop.create_server(
-        lambda: _Connection(answers, delay, held), "127.0.0.1", port, backlog=4096
+        lambda: _Connection(answers, delay, held), "127.0.0.1", port, backlog=4096, ssl=context
     )
     print(server.sockets[0].getsockname()[1], flush=True)
     stdin_closed = loop.run_in_executor(None, sys.stdin.buffer.read)
@@ -161,9 +167,9 @@ async def _serve(chunks: int, port: int, delay: float) -> None:
 class Server:
     """A running server process: ``url``, ``pid``, and its CPU seconds so far (Linux ``/proc``)."""
 
-    def __init__(self, process: subprocess.Popen[bytes], port: int) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], port: int, scheme: str = "http") -> None:
         self.process = process
-        self.url = f"http://127.0.0.1:{port}"
+        self.url = f"{scheme}://127.0.0.1:{port}"
 
     def cpu_seconds(self) -> float | None:
         try:
@@ -184,18 +190,38 @@ def split_cpus() -> tuple[set[int] | None, set[int] | None]:
 
 
 @contextlib.contextmanager
-def serve(chunks: int, cpu: set[int] | None = None, delay: float = 0.0) -> Iterator[Server]:
-    """Start the server in a child process (pinned to ``cpu`` when given) and stop it on exit."""
+def serve(
+    chunks: int, cpu: set[int] | None = None, delay: float = 0.0, tls: Path | None = None
+) -> Iterator[Server]:
+    """Start the server in a child process (pinned to ``cpu`` when given; over TLS with the certificate
+    in ``tls``) and stop it on exit."""
     command = [sys.executable, __file__, "--chunks", str(chunks), "--delay", str(delay)]
+    if tls is not None:
+        command += ["--tls", str(tls)]
+    with _started(command, cpu, "https" if tls is not None else "http") as server:
+        yield server
+
+
+@contextlib.contextmanager
+def serve_h2(tls: Path, cpu: set[int] | None = None, delay: float = 0.0) -> Iterator[Server]:
+    """Start ``h2_server.py`` (hypercorn over TLS, h2 and http/1.1) as ``serve`` starts this server."""
+    command = [sys.executable, str(Path(__file__).with_name("h2_server.py")), "--tls", str(tls)]
+    with _started([*command, "--delay", str(delay)], cpu, "https") as server:
+        yield server
+
+
+@contextlib.contextmanager
+def _started(command: list[str], cpu: set[int] | None, scheme: str) -> Iterator[Server]:
+    """``command`` in a child process that prints its port, then serves until its stdin closes."""
     if cpu:
-        command += ["--cpu", ",".join(map(str, sorted(cpu)))]
+        command = [*command, "--cpu", ",".join(map(str, sorted(cpu)))]
     process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
         assert process.stdout is not None
         port = int(process.stdout.readline() or 0)
         if not port:
             raise RuntimeError("the bench server did not start")
-        yield Server(process, port)
+        yield Server(process, port, scheme)
     finally:
         assert process.stdin is not None
         process.stdin.close()
@@ -214,10 +240,11 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--cpu", help="comma-separated CPUs to pin the server to")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds to hold each answer")
+    parser.add_argument("--tls", type=Path, help="serve HTTPS with DIR/cert.pem and DIR/key.pem")
     args = parser.parse_args()
     if args.cpu and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {int(cpu) for cpu in args.cpu.split(",")})
-    asyncio.run(_serve(args.chunks, args.port, args.delay))
+    asyncio.run(_serve(args.chunks, args.port, args.delay, args.tls))
 
 
 if __name__ == "__main__":

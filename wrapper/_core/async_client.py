@@ -1,10 +1,11 @@
-"""The async clients: requests through aiohttp or httpx (``transports.choice.AsyncTransports``), one
-attempt loop (``retries.arun``) for ``complete`` and for a stream's opening, whether a call is made on
-a client or routed over several (``routing``)."""
+"""The async clients: requests through aiohttp or httpx (or httpx2: ``transports.choice.AsyncTransports``),
+one attempt loop (``retries.arun``) for ``complete`` and for a stream's opening, whether a call is made
+on a client or routed over several (``routing``)."""
 
 from __future__ import annotations
 
 import functools
+import importlib
 import math
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
@@ -33,6 +34,7 @@ from .settings import Connect
 from .stream_body import DeadlinePassed, Received, awaited_in_time, in_time
 from .transports.choice import AsyncTransports
 from .transports.environment import proxy_in_env, ssl_context
+from .transports.library import HTTPX, Http, chosen, classes, core_name
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -48,21 +50,28 @@ Opened = tuple[httpx.Response, "CompletionChunk", AsyncIterator["CompletionChunk
 """A stream's opening: its response, status checked, its first chunk and the others to come."""
 
 
-def load_ahead() -> None:
+def load_ahead(library: Http | None = None) -> None:
     """Load now what building an async client and its first call would otherwise load inside the event
     loop, where a web app builds its clients (its lifespan): aiohttp (170 modules, 0.13 s), httpx's
     anyio backend, the default pools' TLS context (a CA bundle: 25 to 45 ms) and the User-Agent (the
     package's metadata: 15 to 40 ms); asyncio's debug mode reported the first client's 0.39 s.
 
-    Each API module calls it as it is imported; the modules and the two values load once per process.
+    Each API module calls it as it is imported, for the library ``COMPLETION_CLIENTS_HTTP`` names then
+    (httpx if it names none it can load: the client's build says why); a client calls it for its own
+    library (httpx2's, given an ``httpx2.AsyncClient``). What is loaded stays: later calls cost nothing.
     """
+    if library is None:
+        try:
+            library = chosen()
+        except (ValueError, ImportError):
+            library = HTTPX
     import anyio._backends._asyncio  # noqa: F401  (what anyio.connect_tcp imports)
-    import httpcore._backends.anyio  # noqa: F401  (what httpcore's AutoBackend imports)
 
     from .transports import aiohttp_transport  # noqa: F401
 
-    ssl_context()
-    user_agent()
+    importlib.import_module(f"{core_name(library)}._backends.anyio")  # what httpcore's AutoBackend imports
+    ssl_context(library)
+    user_agent(library)
 
 
 class AsyncClient(ClientCore):
@@ -71,12 +80,18 @@ class AsyncClient(ClientCore):
     It works from any event loop, with a connection pool of its own in each.
     """
 
-    _HTTP_CLIENT = "httpx.AsyncClient"
+    _HTTP_CLIENT = "httpx.AsyncClient | httpx2.AsyncClient"
 
     def __init__(self, connect: Connect, arguments: Mapping[str, Any]) -> None:
-        http_client, limits = self._configure(connect, arguments, httpx.AsyncClient)
+        http_client, limits = self._configure(connect, arguments, asynchronous=True)
+        library = self._library
+        load_ahead(library)
         self._transports = transports = AsyncTransports(
-            http_client, limits=limits, verify=ssl_context, proxy=proxy_in_env()
+            cast("httpx.AsyncClient | None", http_client),  # httpx2's has httpx's API
+            library=library,
+            limits=limits,
+            verify=functools.partial(ssl_context, library),
+            proxy=proxy_in_env(),
         )
         self._pool_closed = lambda: transports.closed
 
@@ -205,7 +220,7 @@ class AsyncClient(ClientCore):
                     if chunk is not None:
                         yield received.add(chunk)
             received.check_complete(response.request)
-        except httpx.TransportError as exc:
+        except classes("TransportError") as exc:
             if deadline is not None and loop.time() >= deadline:  # a read timed out at it
                 raise received.too_late() from exc
             raise

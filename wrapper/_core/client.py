@@ -35,17 +35,10 @@ from .raw import RAW, RawResponse
 from .redact import redacted_headers, redacted_url
 from .results import ResponseHeaders, routed
 from .retries import Attempts, Target, hooks_of
-from .settings import (
-    Connect,
-    H,
-    checked_arguments,
-    checked_base_url,
-    checked_http_client,
-    credentials,
-    from_env,
-)
+from .settings import Connect, checked_arguments, checked_base_url, checked_http_client, credentials, from_env
 from .transports import fork
 from .transports.base import ClientClosedError, Reply, Request
+from .transports.library import Http, classes
 from .validate import check_encodable
 
 if TYPE_CHECKING:
@@ -122,7 +115,7 @@ def chunks_failed(response: httpx.Response, exc: Exception, options: Options) ->
     if isinstance(exc, APIStatusError):  # an error event
         return requested(exc)
     idle = options.stream_idle_timeout
-    if isinstance(exc, httpx.ReadTimeout) and idle is not None:
+    if isinstance(exc, classes("ReadTimeout")) and idle is not None:
         return APITimeoutError(
             f"the stream sent nothing for {idle:g} s (stream_idle_timeout)", request=response.request
         )
@@ -148,28 +141,30 @@ class ClientCore:
     _closed_alone = False
 
     def _configure(
-        self, connect: Connect, given: Mapping[str, Any], kind: type[H]
-    ) -> tuple[H | None, httpx.Limits]:
+        self, connect: Connect, given: Mapping[str, Any], *, asynchronous: bool
+    ) -> tuple[Any, httpx.Limits]:
         """The settings of a client of ``self.API`` from its constructor's keyword arguments (``given``:
         credentials and ``ClientOptions``, a ``TypeError`` for one the class does not take); ``connect``
-        is its API's module's. Returns what its pool is built from: the ``http_client`` given (of the
-        side's ``kind``), checked, and the connection limits."""
+        is its API's module's. Returns what its pool is built from: the ``http_client`` given (an httpx
+        or httpx2 ``Client``, ``AsyncClient`` if ``asynchronous``), checked, and the connection limits;
+        ``_library`` is the HTTP library the client speaks (``transports.library``)."""
         from .logs import setup_logging  # SGP_CLIENT_LOG, GRADIENT_LOG: read on an API's first client
 
         api = self.API
         checked_arguments(api, type(self).__name__, given)
         arguments = dict(given)
         http_client, limits = arguments.pop("http_client", None), arguments.pop("limits", None)
+        self._library: Http = checked_http_client(http_client, asynchronous=asynchronous)
+        limits = checked_limits(limits, http_client)
         setup_logging(api.log_env)
         self._wire, self._credentials = connect(credentials(api, arguments))
         base_url = from_env(arguments.pop("base_url", None), api.base_url_env, "base_url")
         self._base_url = checked_base_url(base_url or api.default_base_url, api)
         self._headers = {
-            "User-Agent": user_agent(),
+            "User-Agent": user_agent(self._library),
             **checked_headers(arguments.pop("default_headers", None)),
         }
         self._options = Options(hooks=api.hooks).merged(arguments)
-        limits = checked_limits(limits, checked_http_client(http_client, kind))
         warn_if_insecure(self._base_url, http_client)
         return http_client, limits
 
@@ -277,7 +272,7 @@ class ClientCore:
         headers = {**self._headers, **options.extra_headers, **self._credentials, **kwargs["headers"]}
         if streams:
             headers["Accept"] = "text/event-stream"
-        return Request(kwargs["method"].upper(), url, headers, content, options.timeout)
+        return Request(kwargs["method"].upper(), url, headers, content, options.timeout, self._library)
 
     def _checked(self, reply: Reply, request: Request, started: float) -> Reply:
         """``reply`` if it is a success (2xx), else its typed error raised; logged at DEBUG either way.

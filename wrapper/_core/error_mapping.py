@@ -28,6 +28,7 @@ from wrapper._generated.exceptions import (
 )
 
 from .redact import redacted_url, scrub_chain
+from .transports.library import classes
 
 T = TypeVar("T")
 
@@ -44,9 +45,10 @@ _EXCERPT = 500
 
 
 def is_transport_failure(exc: BaseException) -> bool:
-    """True for what a transport raises when no usable response arrived: httpx's transport errors (the
-    aiohttp lane raises those too), and a body that does not decode as its Content-Encoding says."""
-    return isinstance(exc, httpx.TransportError | httpx.DecodingError)
+    """True for what a transport raises when no usable response arrived: httpx's (or httpx2's) transport
+    errors (the aiohttp lane raises those too), and a body that does not decode as its Content-Encoding
+    says."""
+    return isinstance(exc, classes("TransportError") + classes("DecodingError"))
 
 
 _TIMED_OUT = {
@@ -58,17 +60,21 @@ _TIMED_OUT = {
     "(as many as the pool's limits allow were busy)",
 }
 """What each of httpx's timeouts (``httpx.Timeout``'s fields) says when it runs out."""
-_PHASES: tuple[tuple[type[httpx.TimeoutException], str], ...] = (
-    (httpx.ConnectTimeout, "connect"),
-    (httpx.ReadTimeout, "read"),
-    (httpx.WriteTimeout, "write"),
-    (httpx.PoolTimeout, "pool"),
+_PHASES = (
+    ("ConnectTimeout", "connect"),
+    ("ReadTimeout", "read"),
+    ("WriteTimeout", "write"),
+    ("PoolTimeout", "pool"),
 )
+"""Each timeout's exception class, by name in httpx and httpx2."""
 
 
 def timeout_phase(exc: BaseException | None) -> str | None:
-    """Which timeout ``exc`` (httpx's) ran out: ``connect``, ``read``, ``write`` or ``pool``; None if none."""
-    return next((phase for kind, phase in _PHASES if isinstance(exc, kind)), None)
+    """Which timeout ``exc`` (httpx's or httpx2's) ran out: ``connect``, ``read``, ``write`` or ``pool``;
+    None if none."""
+    if not isinstance(exc, classes("TimeoutException")):
+        return None
+    return next((phase for kind, phase in _PHASES if isinstance(exc, classes(kind))), None)
 
 
 def connection_error(exc: Exception, request: httpx.Request) -> APIConnectionError:
@@ -85,14 +91,14 @@ def connection_error(exc: Exception, request: httpx.Request) -> APIConnectionErr
     if phase is not None:
         seconds = request.extensions.get("timeout", {}).get(phase)
         message = _TIMED_OUT[phase].format(where=where, seconds=_seconds(seconds))
-    elif isinstance(exc, httpx.ConnectError):
+    elif isinstance(exc, classes("ConnectError")):
         reason = _reason(exc)
         check = next(
             (advice for start, advice in _CHECKS if reason.startswith(start)),
             "check base_url, and that the server is up and reachable",
         )
         message = f"cannot connect to {where} ({reason}): {check}"
-    elif isinstance(exc, httpx.DecodingError):
+    elif isinstance(exc, classes("DecodingError")):
         message = f"the response from {where} could not be decoded: {detail}"
     else:  # reset, cut mid-body, a garbled status line or header, ...
         message = f"the connection to {where} failed: {detail}"

@@ -7,21 +7,22 @@ import functools
 import re
 from collections.abc import Mapping
 
-import httpx
+from .transports.library import HTTPX, Http
 
 __all__ = ["checked_headers", "header_value", "user_agent"]
 
 
 @functools.cache
-def user_agent() -> str:
-    """``completion-clients/<version> httpx/<version>``, sent on every request, whichever the path."""
+def user_agent(library: Http = HTTPX) -> str:
+    """``completion-clients/<version> httpx/<version>`` (``httpx2/<version>`` on httpx2), sent on every
+    request, whichever the path."""
     from importlib.metadata import PackageNotFoundError, version  # not at import: it costs a few ms
 
     try:
         ours = version("completion-clients")
     except PackageNotFoundError:  # run from a checkout that was never installed
         ours = "0"
-    return f"completion-clients/{ours} httpx/{httpx.__version__}"
+    return f"completion-clients/{ours} {library.__name__}/{library.__version__}"
 
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")

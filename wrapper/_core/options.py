@@ -23,7 +23,7 @@ import math
 import os
 import random
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any, Generic, Protocol, TypedDict, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypedDict, TypeVar, cast
 
 import httpx
 
@@ -31,6 +31,10 @@ from wrapper._generated.exceptions import APIConnectionError, APIStatusError
 
 from .headers import checked_headers
 from .hooks import HookFactory
+from .transports.library import classes
+
+if TYPE_CHECKING:
+    import httpx2
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -48,7 +52,8 @@ __all__ = [
     "constructor_signature",
 ]
 
-Timeout = float | httpx.Timeout | None
+Timeout: TypeAlias = "float | httpx.Timeout | httpx2.Timeout | None"
+"""Each attempt's timeouts: seconds (None: no limit), or an ``httpx.Timeout`` (an ``httpx2.Timeout``)."""
 H = TypeVar("H")
 Query = Mapping[str, str | int | float | bool]
 
@@ -202,14 +207,15 @@ class RequestOptions(_Policy, total=False):
 
 class ClientOptions(_Policy, Generic[H], total=False):
     """What the clients of every API take besides their credentials: ``Scale(api_key=..., **options)``;
-    ``H`` is the client's kind of ``http_client`` (``httpx.Client``; an async client's ``httpx.AsyncClient``).
+    ``H`` is the client's kind of ``http_client`` (``httpx.Client | httpx2.Client``; an async client's
+    ``httpx.AsyncClient | httpx2.AsyncClient``).
 
     Left out, ``base_url`` comes from the API's environment variable, else its default.
     """
 
     base_url: str | None
     """The URL the endpoint paths are appended to."""
-    limits: httpx.Limits | None
+    limits: httpx.Limits | httpx2.Limits | None
     """The connection pool's size (default: no cap on connections, 1000 kept alive for 5 s)."""
     default_headers: Mapping[str, str] | None
     """Headers sent on every request."""
@@ -228,14 +234,16 @@ def _positive(value: object) -> bool:
 
 
 def checked_timeout(timeout: object) -> httpx.Timeout:
-    """``timeout`` as an ``httpx.Timeout``; ``ValueError`` unless None, a number > 0 or an httpx.Timeout."""
-    if isinstance(timeout, httpx.Timeout):
-        for name, value in timeout.as_dict().items():
+    """``timeout`` as an ``httpx.Timeout``; ``ValueError`` unless None, a number > 0 or an httpx.Timeout
+    (or an httpx2.Timeout, taken as the same)."""
+    if isinstance(timeout, classes("Timeout")):
+        phases = timeout.as_dict()
+        for name, value in phases.items():
             if value is not None and not _positive(value):
                 raise ValueError(
                     f"timeout: httpx.Timeout's {name} must be None or a number > 0; got {value!r}"
                 )
-        return timeout
+        return timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(**phases)
     if timeout is not None and not _positive(timeout):
         raise ValueError(
             f"timeout must be None (no limit), a number of seconds > 0 or an httpx.Timeout; got {timeout!r}"
@@ -410,10 +418,19 @@ def constructor_signature(credentials: Iterable[str], http_client: str) -> inspe
     )
 
 
-def checked_limits(limits: httpx.Limits | None, http_client: object) -> httpx.Limits:
-    """The pool limits of a client's own pool (``DEFAULT_LIMITS`` if not given)."""
+def checked_limits(limits: object, http_client: object) -> httpx.Limits:
+    """The pool limits of a client's own pool (``DEFAULT_LIMITS`` if not given), an ``httpx.Limits``
+    (an ``httpx2.Limits`` is taken as the same)."""
     if limits is not None and http_client is not None:
         raise ValueError("limits applies to the client's own pool: set it on your http_client instead")
-    if limits is not None and not isinstance(limits, httpx.Limits):
-        raise ValueError(f"limits must be an httpx.Limits; got {limits!r}")
-    return DEFAULT_LIMITS if limits is None else limits
+    if limits is None:
+        return DEFAULT_LIMITS
+    if not isinstance(limits, classes("Limits")):
+        raise ValueError(f"limits must be an httpx.Limits (or httpx2.Limits); got {limits!r}")
+    if isinstance(limits, httpx.Limits):
+        return limits
+    return httpx.Limits(
+        max_connections=limits.max_connections,
+        max_keepalive_connections=limits.max_keepalive_connections,
+        keepalive_expiry=limits.keepalive_expiry,
+    )

@@ -20,9 +20,9 @@ def redacted_headers(headers: Mapping[str, str]) -> dict[str, str]:
 
 
 def redacted_url(url: str | httpx.URL) -> str:
-    """``url`` as a message shows it: its user info and the value of each query parameter replaced (either
-    may be a credential), its fragment left out."""
-    parsed = httpx.URL(url)
+    """``url`` (a string, an ``httpx.URL`` or an ``httpx2.URL``) as a message shows it: its user info and
+    the value of each query parameter replaced (either may be a credential), its fragment left out."""
+    parsed = httpx.URL(url if isinstance(url, str | httpx.URL) else str(url))
     if not parsed.userinfo and not parsed.query and not parsed.fragment:
         return str(url)
     scheme, _, rest = str(parsed.copy_with(userinfo=b"", query=None, fragment=None)).partition("://")

@@ -18,6 +18,7 @@ from .headers import header_value
 from .options import CLIENT_NAMES
 from .redact import redacted_url
 from .transports import fork
+from .transports.library import Http, chosen, library_of
 
 if TYPE_CHECKING:
     from wrapper.apis import Api
@@ -126,15 +127,19 @@ def refuse_base_url_extras(base_url: str, url: httpx.URL, api: Api) -> None:
         )
 
 
-H = TypeVar("H", httpx.Client, httpx.AsyncClient)
-
-
-def checked_http_client(http_client: H | None, cls: type[H]) -> H | None:
-    """``http_client``; ``ValueError`` unless None or a ``cls`` (a sync client takes an ``httpx.Client``,
-    an async one an ``httpx.AsyncClient``)."""
-    if http_client is not None and not isinstance(http_client, cls):
-        raise ValueError(f"http_client must be an httpx.{cls.__name__}; got {type(http_client).__name__}")
-    return http_client
+def checked_http_client(http_client: object, *, asynchronous: bool) -> Http:
+    """The HTTP library of ``http_client`` (an httpx or httpx2 ``Client``, ``AsyncClient`` for an async
+    client), or the one ``COMPLETION_CLIENTS_HTTP`` names for a client's own pools (None given);
+    ``ValueError`` for anything else."""
+    if http_client is None:
+        return chosen()
+    library = library_of(http_client, asynchronous=asynchronous)
+    if library is None:
+        cls = "AsyncClient" if asynchronous else "Client"
+        raise ValueError(
+            f"http_client must be an httpx.{cls} or an httpx2.{cls}; got {type(http_client).__name__}"
+        )
+    return library
 
 
 class _Closable(Protocol):

@@ -1,6 +1,6 @@
-"""The sync clients: requests through an ``httpx.Client`` (``transports.httpx_transport``), one attempt
-loop (``retries.run``) for ``complete`` and for a stream's opening, whether a call is made on a client
-or routed over several (``routing``)."""
+"""The sync clients: requests through an ``httpx.Client`` or an ``httpx2.Client``
+(``transports.httpx_transport``), one attempt loop (``retries.run``) for ``complete`` and for a stream's
+opening, whether a call is made on a client or routed over several (``routing``)."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ from .settings import Connect
 from .stream_body import DeadlinePassed, Received, Watchdog
 from .transports.environment import proxy_in_env, ssl_context
 from .transports.httpx_transport import HttpxTransport, reply_of
+from .transports.library import Http, classes
 from .transports.sync_pool import CheckoutTransport
 
 if TYPE_CHECKING:
@@ -45,26 +46,28 @@ Opened = tuple[httpx.Response, "CompletionChunk", Iterator["CompletionChunk"]]
 """A stream's opening: its response, status checked, its first chunk and the others to come."""
 
 
-def _own_pool(limits: httpx.Limits) -> httpx.Client:
-    """A sync client's own pool: the checkout transport, unless a proxy is configured in the environment
-    (httpx applies the environment's proxies only to a pool of its own making)."""
-    context = ssl_context()
-    transport = None if proxy_in_env() else CheckoutTransport(limits, context)
-    return httpx.Client(transport=transport, limits=limits, verify=context, trust_env=True)
+def _own_pool(library: Http, limits: httpx.Limits) -> httpx.Client:
+    """A sync client's own pool, on ``library``: the checkout transport, unless a proxy is configured in
+    the environment (httpx applies the environment's proxies only to a pool of its own making)."""
+    context = ssl_context(library)
+    transport = None if proxy_in_env() else CheckoutTransport(limits, context, library)
+    return library.Client(transport=transport, limits=limits, verify=context, trust_env=True)
 
 
 class SyncClient(ClientCore):
-    """A client over an ``httpx.Client``: closes it on ``close()`` or leaving a ``with`` block."""
+    """A client over an ``httpx.Client`` (or ``httpx2.Client``): closes it on ``close()`` or leaving a
+    ``with`` block."""
 
-    _HTTP_CLIENT = "httpx.Client"
+    _HTTP_CLIENT = "httpx.Client | httpx2.Client"
 
     def __init__(self, connect: Connect, arguments: Mapping[str, Any]) -> None:
-        http_client, limits = self._configure(connect, arguments, httpx.Client)
+        http_client, limits = self._configure(connect, arguments, asynchronous=False)
+        library = self._library
         if http_client is None:
-            own = functools.partial(_own_pool, limits)
+            own = functools.partial(_own_pool, library, limits)
             self._transport = transport = HttpxTransport(own(), own)
         else:
-            self._transport = transport = HttpxTransport(http_client)
+            self._transport = transport = HttpxTransport(cast("httpx.Client", http_client))  # httpx's API
         self._pool_closed = lambda: transport.client.is_closed
 
     def close(self) -> None:
@@ -134,7 +137,7 @@ class SyncClient(ClientCore):
         watchdog = Watchdog(response, attempts.left())
         try:
             response.read()
-        except httpx.TransportError as exc:
+        except classes("TransportError") as exc:
             if watchdog.fired:
                 raise DeadlinePassed() from exc
             raise
@@ -211,7 +214,7 @@ class SyncClient(ClientCore):
                 if chunk is not None:
                     yield received.add(chunk)
             received.check_complete(response.request)
-        except httpx.TransportError:
+        except classes("TransportError"):
             if deadline is not None and time.monotonic() >= deadline:  # the watchdog shut the socket
                 raise received.too_late() from None  # not the shutdown's error
             raise

@@ -90,8 +90,9 @@ class BatchResult:
         headers = getattr(self.completion, "headers", None)  # a Completion's own, where results carry them
         if headers is not None:
             return headers  # type: ignore[no-any-return]
-        response = getattr(self.error, "response", None)
-        return response.headers if isinstance(response, httpx.Response) else httpx.Headers()
+        response = getattr(self.error, "response", None)  # an httpx (or httpx2) response, if one came
+        headers = getattr(response, "headers", None)
+        return headers if isinstance(headers, Mapping) else httpx.Headers()
 
     @property
     def request_id(self) -> str | None:

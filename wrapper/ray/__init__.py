@@ -59,7 +59,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
 
     raise ImportError(f"wrapper.ray needs Ray Data, which is not installed: {install_hint('ray')}") from exc
 
-from wrapper import apis
+from wrapper import HTTP_LIBRARY_ENV, apis
 from wrapper.batch import (
     RESULT_FIELDS,
     BatchResult,
@@ -122,10 +122,11 @@ def complete_dataset(
     429s slow them down together (with or without a limit), as ``complete_many`` does in one process.
     ``client_options`` are the client's constructor arguments (credentials, ``base_url``,
     ``timeout``, ``max_retries``, ``cache``: a ``redis://`` URL shares one response cache among the
-    workers); those left out come from the driver's environment. They reach
-    the workers wrapped, so Ray never prints them. ``on_error="raise"`` fails the job on the first
-    failed prompt. ``params`` go to every ``complete`` call (``max_tokens=64``, ...). ``summarize``
-    adds the output up.
+    workers); those left out come from the driver's environment. They reach the workers wrapped, so
+    Ray never prints them; the workers' clients speak the HTTP library the driver's
+    ``COMPLETION_CLIENTS_HTTP`` names (httpx unless it says httpx2). ``on_error="raise"`` fails the
+    job on the first failed prompt. ``params`` go to every ``complete`` call (``max_tokens=64``,
+    ...). ``summarize`` adds the output up.
     """
     _check(dataset, api, prompt_column, workers, concurrency, on_error)
     rpm = checked_limit("requests_per_minute", requests_per_minute)
@@ -134,6 +135,10 @@ def complete_dataset(
     apis.get(api).clients()[0](**options).close()  # bad or missing options fail here, not on a worker
     # Unnamed and not detached: it lives as long as the returned Dataset (whose plan holds the handle).
     coordinator = ray.remote(_LeaseCoordinator).options(num_cpus=0).remote(rpm, tpm, workers)
+    library = os.environ.get(HTTP_LIBRARY_ENV)  # the workers' clients speak the driver's HTTP library
+    remote_args: dict[str, Any] = (
+        {"runtime_env": {"env_vars": {HTTP_LIBRARY_ENV: library}}} if library else {}
+    )
     return dataset.map_batches(
         _CompletionWorker,
         fn_constructor_kwargs={
@@ -148,6 +153,7 @@ def complete_dataset(
         compute=ray.data.ActorPoolStrategy(size=workers),
         num_cpus=_WORKER_CPUS,
         udf_modifying_row_count=False,
+        **remote_args,
     )
 
 

@@ -13,13 +13,15 @@ request waits for a free connection (``limits.max_connections``) up to the pool 
 here, not by aiohttp (whose wait for its pool counts toward its connect timeout).
 Every aiohttp failure is raised as the httpx exception of the same kind, in words that do not
 carry the HTTP status aiohttp's parser errors hold (one aiohttp would answer with as a server,
-not one the server sent).
+not one the server sent). On httpx2 (``library``), "httpx" reads httpx2 throughout: its exceptions,
+responses, decoders and the encodings they read.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import importlib
 import io
 import ssl
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -28,9 +30,9 @@ from typing import Any
 import aiohttp
 import aiohttp.http_exceptions
 import httpx
-from httpx._client import ACCEPT_ENCODING  # the encodings httpx's decoders read
 
 from .base import Reply, Request
+from .library import Http, also
 
 __all__ = ["AiohttpTransport"]
 
@@ -42,25 +44,27 @@ bytes a line, so a header a little over 8 KiB failed on one transport only."""
 
 
 @functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=32)
 def _client_timeout(connect: float | None, read: float | None) -> aiohttp.ClientTimeout:
     """httpx's timeouts in aiohttp's terms: its ``connect`` bounds the lookup and connecting (aiohttp's
-    pool is uncapped: the transport waits for a free connection itself)."""
+    pool is uncapped: the transport waits for a free connection itself). Kept for the next request
+    with the same timeouts (most are): building one costs 2 us."""
     return aiohttp.ClientTimeout(connect=connect, sock_read=read)
 
 
-def _httpx_error(exc: Exception) -> httpx.TransportError:
-    """The httpx exception for an aiohttp (or asyncio) failure, the one httpx raises in that case."""
+def _httpx_error(library: Http, exc: Exception) -> httpx.TransportError:
+    """``library``'s exception for an aiohttp (or asyncio) failure, the one httpx raises in that case."""
     kind: type[httpx.TransportError]
     if isinstance(exc, aiohttp.ConnectionTimeoutError):  # connecting, the host name's lookup included
-        kind = httpx.ConnectTimeout
+        kind = library.ConnectTimeout
     elif isinstance(exc, TimeoutError):  # aiohttp's read timeout, or the wait for a stream's response
-        kind = httpx.ReadTimeout
+        kind = library.ReadTimeout
     elif isinstance(exc, aiohttp.ClientConnectorError):  # refused, DNS, TLS handshake and certificate
-        kind = httpx.ConnectError
+        kind = library.ConnectError
     elif isinstance(exc, aiohttp.ClientOSError | aiohttp.ClientPayloadError):  # reset, cut mid-body
-        kind = httpx.ReadError
+        kind = library.ReadError
     else:  # disconnected before answering, a garbled status line or header, ...
-        kind = httpx.RemoteProtocolError
+        kind = library.RemoteProtocolError
     error = kind(_described(exc))
     error.__cause__ = exc
     return error
@@ -78,10 +82,10 @@ def _described(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-def _decoded(headers: Sequence[tuple[bytes, bytes]], content: bytes) -> bytes:
-    """``content`` decoded as its Content-Encoding says, by httpx's decoders (``httpx.DecodingError``
-    if it does not decode)."""
-    return httpx.Response(200, headers=headers, content=content).content
+def _decoded(library: Http, headers: Sequence[tuple[bytes, bytes]], content: bytes) -> bytes:
+    """``content`` decoded as its Content-Encoding says, by ``library``'s decoders (its
+    ``DecodingError`` if it does not decode)."""
+    return library.Response(200, headers=headers, content=content).content
 
 
 class _Connector(aiohttp.TCPConnector):
@@ -115,8 +119,13 @@ class _Body(httpx.AsyncByteStream):
     """
 
     def __init__(
-        self, response: aiohttp.ClientResponse, idle: float | None, release: Callable[[], None] | None
+        self,
+        library: Http,
+        response: aiohttp.ClientResponse,
+        idle: float | None,
+        release: Callable[[], None] | None,
     ) -> None:
+        self._library = library
         self._response = response
         self._idle = idle
         self._release = release  # the pool slot the stream holds, if the pool is capped
@@ -135,9 +144,9 @@ class _Body(httpx.AsyncByteStream):
                     return
                 yield data
         except aiohttp.ClientError as exc:  # aiohttp's own read timeout among them
-            raise _httpx_error(exc) from exc
+            raise _httpx_error(self._library, exc) from exc
         except TimeoutError:
-            raise httpx.ReadTimeout(f"no data for {self._idle} s") from None
+            raise self._library.ReadTimeout(f"no data for {self._idle} s") from None
 
     async def aclose(self) -> None:
         if self._response.content.is_eof():
@@ -149,12 +158,21 @@ class _Body(httpx.AsyncByteStream):
             release()
 
 
-class AiohttpTransport:
-    """An aiohttp session, opened in the running loop on first use; never follows a redirect."""
+@functools.cache
+def _accept_encoding(library: Http) -> str:
+    """The encodings ``library``'s decoders read (httpx2 reads zstd too), as its clients ask for them."""
+    encodings: str = importlib.import_module(f"{library.__name__}._client").ACCEPT_ENCODING
+    return encodings
 
-    def __init__(self, ssl_context: ssl.SSLContext, limits: httpx.Limits) -> None:
+
+class AiohttpTransport:
+    """An aiohttp session, opened in the running loop on first use; never follows a redirect. Its
+    responses and errors are ``library``'s."""
+
+    def __init__(self, ssl_context: ssl.SSLContext, limits: httpx.Limits, library: Http) -> None:
         self._ssl = ssl_context
         self._limits = limits
+        self._library = library
         self._session: aiohttp.ClientSession | None = None
         # The pool's cap: a slot per request in flight, a stream's held until its body is closed.
         cap = limits.max_connections
@@ -171,7 +189,7 @@ class AiohttpTransport:
         self._session = aiohttp.ClientSession(
             connector=connector,
             trust_env=False,
-            headers={"Accept-Encoding": ACCEPT_ENCODING},
+            headers={"Accept-Encoding": _accept_encoding(self._library)},
             auto_decompress=False,  # httpx's decoders read the body (``_decoded``)
             max_line_size=_HEAD,
             max_field_size=_HEAD,
@@ -201,7 +219,7 @@ class AiohttpTransport:
             async with asyncio.timeout(request.timeout.pool):
                 await slots.acquire()
         except TimeoutError:
-            raise httpx.PoolTimeout("no connection came free within the pool timeout") from None
+            raise self._library.PoolTimeout("no connection came free within the pool timeout") from None
         return slots.release
 
     async def send(self, request: Request) -> Reply:
@@ -211,10 +229,10 @@ class AiohttpTransport:
             async with self._request(request, request.timeout.read) as response:
                 content = await response.read()
                 if "Content-Encoding" in response.headers:
-                    content = _decoded(response.raw_headers, content)
+                    content = _decoded(self._library, response.raw_headers, content)
                 return Reply(response.status, response.raw_headers, content, request)
         except (TimeoutError, aiohttp.ClientError) as exc:
-            raise _httpx_error(exc) from exc
+            raise _httpx_error(self._library, exc) from exc
         finally:
             if release is not None:
                 release()
@@ -233,13 +251,14 @@ class AiohttpTransport:
             if release is not None:
                 release()
             if isinstance(exc, TimeoutError | aiohttp.ClientError):
-                raise _httpx_error(exc) from exc
+                raise _httpx_error(self._library, exc) from exc
             raise
         # The body as it came: httpx decodes it as its Content-Encoding says, as for its own responses.
-        return httpx.Response(
+        library = self._library
+        return library.Response(
             response.status,
             headers=response.raw_headers,
-            stream=_Body(response, idle, release),
+            stream=also(_Body, library.AsyncByteStream)(library, response, idle, release),
             request=request.as_httpx(),
         )
 

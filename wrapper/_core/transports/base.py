@@ -3,7 +3,9 @@
 A transport has one small interface: ``send`` a ``Request`` and return its ``Reply`` (status, raw
 headers, the whole body), or ``stream`` it and return an ``httpx.Response`` whose body the caller
 reads and closes. Transports raise httpx's transport exceptions and nothing else; retries, errors,
-request ids, hooks, logging and redaction sit above the seam, in the clients' attempt loops.
+request ids, hooks, logging and redaction sit above the seam, in the clients' attempt loops. A
+request carries its client's library (``library``): on httpx2, "httpx" here reads httpx2, whose
+objects (``httpx2.Response``, ``httpx2.ReadTimeout``, ...) the transports build and raise instead.
 
 Sync clients send through httpx (``httpx_transport``). Async clients have two transports, aiohttp's
 (``aiohttp_transport``) and httpx's, and ``choice.AsyncTransports`` picks one on every call.
@@ -17,6 +19,8 @@ from typing import NamedTuple, Protocol
 
 import httpx
 
+from .library import HTTPX, Http
+
 __all__ = ["AsyncTransport", "ClientClosedError", "Reply", "Request"]
 
 
@@ -26,10 +30,11 @@ class ClientClosedError(RuntimeError):
 
 @dataclasses.dataclass(slots=True, eq=False)
 class Request:
-    """One HTTP request as the clients build it: method, URL, headers, body bytes, timeouts.
+    """One HTTP request as the clients build it: method, URL, headers, body bytes, timeouts, and the
+    HTTP library of the client that sends it.
 
-    ``as_httpx()`` is the same request as an ``httpx.Request`` (built on first use: the aiohttp
-    transport needs one only for errors and streams, which carry it).
+    ``as_httpx()`` is the same request as a ``Request`` of that library (built on first use: the
+    aiohttp transport needs one only for errors and streams, which carry it).
     """
 
     method: str
@@ -37,6 +42,7 @@ class Request:
     headers: Mapping[str, str]
     content: bytes
     timeout: httpx.Timeout
+    library: Http = HTTPX
     _httpx: httpx.Request | None = dataclasses.field(default=None, init=False, repr=False)
 
     def within(self, seconds: float) -> Request:
@@ -45,11 +51,11 @@ class Request:
             name: seconds if value is None else min(value, seconds)
             for name, value in self.timeout.as_dict().items()
         }
-        return Request(self.method, self.url, self.headers, self.content, httpx.Timeout(**cut))
+        return Request(self.method, self.url, self.headers, self.content, httpx.Timeout(**cut), self.library)
 
     def as_httpx(self) -> httpx.Request:
         if self._httpx is None:
-            self._httpx = httpx.Request(
+            self._httpx = self.library.Request(
                 self.method,
                 self.url,
                 headers=self.headers,
@@ -69,12 +75,16 @@ class Reply(NamedTuple):
     original: httpx.Response | None = None
 
     def response(self) -> httpx.Response:
-        """The reply as an ``httpx.Response`` (errors carry one): httpx's own when httpx sent it."""
+        """The reply as a ``Response`` of the request's library (errors carry one): httpx's own when httpx
+        sent it."""
         if self.original is not None:
             return self.original
-        request = self.request if isinstance(self.request, httpx.Request) else self.request.as_httpx()
+        assert isinstance(self.request, Request)  # httpx's replies are sent with their ``original``
+        request = self.request.as_httpx()
         headers = [(name, value) for name, value in self.headers if name.lower() != b"content-encoding"]
-        return httpx.Response(self.status, headers=headers, content=self.content, request=request)
+        return self.request.library.Response(
+            self.status, headers=headers, content=self.content, request=request
+        )
 
 
 class AsyncTransport(Protocol):

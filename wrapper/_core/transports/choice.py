@@ -1,11 +1,13 @@
 """An async client's choice of transport, made in one place (``AsyncTransports.pick``) on every call:
 the user's ``http_client`` if given; else httpx when a proxy is configured or something watches httpx
 (a mock, a tracer: ``httpx_is_watched``); else aiohttp, which is several times faster under
-concurrency. The client's own pools are opened per event loop (``loop_pools``).
+concurrency. The client's own pools are opened per event loop (``loop_pools``). On httpx2 (the
+``library`` of the client's own pools), "httpx" reads httpx2 throughout.
 """
 
 from __future__ import annotations
 
+import functools
 import ssl
 import sys
 import threading
@@ -17,6 +19,7 @@ import httpx
 
 from .base import AsyncTransport, ClientClosedError
 from .httpx_transport import AsyncHttpxTransport
+from .library import HTTPX, Http, core_name
 from .loop_pools import PerLoop
 
 if TYPE_CHECKING:
@@ -26,22 +29,32 @@ __all__ = ["AsyncTransports"]
 
 
 _HOOKS = (
-    ("httpx", "AsyncHTTPTransport", "handle_async_request"),  # pytest-httpx
-    ("httpcore", "AsyncConnectionPool", "handle_async_request"),  # respx, OpenTelemetry
-    ("httpx", "AsyncClient", "_transport_for_url"),  # respx's other mocker
-    ("httpx", "AsyncClient", "send"),  # Sentry
+    ("", "AsyncHTTPTransport", "handle_async_request"),  # pytest-httpx, httpx2-pytest
+    ("core", "AsyncConnectionPool", "handle_async_request"),  # respx, pytest-httpx2, OpenTelemetry
+    ("", "AsyncClient", "_transport_for_url"),  # respx's other mocker
+    ("", "AsyncClient", "send"),  # Sentry
 )
-"""The functions that HTTP mocks and httpx instrumentations replace to see requests."""
+"""The functions that HTTP mocks and instrumentations replace to see requests: in httpx (httpx2), or in
+its httpcore ("core": httpcore, httpcore2)."""
 _originals: dict[tuple[str, str, str], object] = {}
 
 
-def httpx_is_watched() -> bool:
-    """True when a mock or an instrumentation has replaced one of httpx's (or httpcore's) transport functions.
+@functools.cache
+def _hooks(library: Http) -> tuple[tuple[str, str, str], ...]:
+    """``_HOOKS`` of ``library``: (module name, class, function)."""
+    return tuple(
+        (core_name(library) if where else library.__name__, cls, function) for where, cls, function in _HOOKS
+    )
+
+
+def httpx_is_watched(library: Http = HTTPX) -> bool:
+    """True when a mock or an instrumentation has replaced one of ``library``'s (or its httpcore's)
+    transport functions.
 
     Each is compared with the original captured the first time its module was seen (httpx's at import);
     a module not imported yet cannot have been patched, and is not imported here (httpcore is slow to).
     """
-    for key in _HOOKS:
+    for key in _hooks(library):
         module = sys.modules.get(key[0])
         if module is None:
             continue
@@ -63,19 +76,22 @@ class AsyncTransports:
     """An async client's transports, and the choice between them on each call (``pick``).
 
     With ``http_client`` given, always that client. Otherwise the client's own pools, one of each
-    kind per event loop, built with ``limits`` and ``verify``: httpx when ``proxy`` (configured in
-    the environment when the client was built) or while a mock or tracer watches httpx, else aiohttp.
+    kind per event loop, built with ``limits`` and ``verify`` on ``library``: httpx when ``proxy``
+    (configured in the environment when the client was built) or while a mock or tracer watches
+    ``library``, else aiohttp.
     """
 
     def __init__(
         self,
         http_client: httpx.AsyncClient | None,
         *,
+        library: Http,
         limits: httpx.Limits,
         verify: Callable[[], ssl.SSLContext],
         proxy: bool,
     ) -> None:
         self._user = None if http_client is None else AsyncHttpxTransport(http_client)
+        self._library = library
         self._proxy = proxy
         self._lock = threading.Lock()
         self._closed = False
@@ -83,12 +99,12 @@ class AsyncTransports:
             verify()  # the pools' TLS context, loaded now (it is cached): a CA bundle takes tens of ms
 
         def own_httpx() -> AsyncHttpxTransport:
-            return AsyncHttpxTransport(httpx.AsyncClient(limits=limits, verify=verify(), trust_env=True))
+            return AsyncHttpxTransport(library.AsyncClient(limits=limits, verify=verify(), trust_env=True))
 
         def own_aiohttp() -> AiohttpTransport:
             from .aiohttp_transport import AiohttpTransport  # loaded ahead (async_client.load_ahead)
 
-            return AiohttpTransport(verify(), limits)
+            return AiohttpTransport(verify(), limits, library)
 
         self._httpx: PerLoop[AsyncHttpxTransport] = PerLoop(own_httpx)
         self._aiohttp: PerLoop[AiohttpTransport] = PerLoop(own_aiohttp)
@@ -103,7 +119,7 @@ class AsyncTransports:
             raise ClientClosedError("the client is closed: build a new one to make more calls")
         if self._user is not None:
             return self._user
-        return self._httpx if self._proxy or httpx_is_watched() else self._aiohttp
+        return self._httpx if self._proxy or httpx_is_watched(self._library) else self._aiohttp
 
     def ready(self) -> AsyncTransport | None:
         """``pick()``'s transport when no waiting is needed (its pool is open in this loop), else None."""

@@ -14,11 +14,14 @@ given, which are ``httpx.Client``'s (``httpx.AsyncClient``'s)::
 itself no longer does. The client's own ``timeout`` applies to its calls whatever the pool's is.
 An async client given an ``http_client`` sends everything through it, never through its faster
 aiohttp pool: pass one when you need httpx's features (a proxy, auth, event hooks, mounts).
-Named as in openai-python and the other Stainless SDKs, so their users find them.
+``DefaultHttpx2Client`` and ``DefaultAsyncHttpx2Client`` are the same on httpx2 (its classes, its
+TLS defaults), loaded on first use. Named as in openai-python and the other Stainless SDKs, so their
+users find them.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import ssl
@@ -28,31 +31,25 @@ import httpx
 
 from ..options import checked_limits
 from .environment import proxy_in_env, ssl_context
+from .library import HTTPX, Http, httpx2
 from .sync_pool import CheckoutTransport
 
-__all__ = ["DefaultAsyncHttpxClient", "DefaultHttpxClient"]
+__all__ = ["DefaultAsyncHttpx2Client", "DefaultAsyncHttpxClient", "DefaultHttpx2Client", "DefaultHttpxClient"]
 
 _OWN_TRANSPORT = frozenset({"transport", "mounts", "proxy", "http1", "http2"})
 """Keywords that shape the transport httpx builds itself: given one, httpx builds it (with our limits
 and TLS context) instead of the sync clients' checkout transport."""
 
 
-_KEYWORDS = {
-    cls: frozenset(inspect.signature(cls.__init__).parameters) - {"self"}
-    for cls in (httpx.Client, httpx.AsyncClient)
-}
-"""The keyword arguments each httpx client class takes (read from httpx, not restated)."""
-
-
-def _options(cls: type[httpx.Client | httpx.AsyncClient], kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``kwargs`` over the package's pool defaults; ``ValueError`` naming an option that is not httpx's
-    or whose value cannot be used."""
-    name = "DefaultHttpxClient" if cls is httpx.Client else "DefaultAsyncHttpxClient"
-    unknown = sorted(set(kwargs) - _KEYWORDS[cls])
+def _options(name: str, base: type[object], library: Http, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` over the package's pool defaults; ``ValueError`` naming an option that is not ``base``'s
+    (``library``'s ``Client`` or ``AsyncClient``) or whose value cannot be used."""
+    keywords = frozenset(inspect.signature(base.__init__).parameters) - {"self"}  # not restated here
+    unknown = sorted(set(kwargs) - keywords)
     if unknown:
         raise ValueError(
-            f"{name}: {', '.join(map(repr, unknown))} is not a keyword argument of httpx.{cls.__name__} "
-            f"(those are: {', '.join(sorted(_KEYWORDS[cls]))})"
+            f"{name}: {', '.join(map(repr, unknown))} is not a keyword argument of "
+            f"{library.__name__}.{base.__name__} (those are: {', '.join(sorted(keywords))})"
         )
     if "cert" in kwargs:  # httpx would load it into the TLS context every default pool shares
         raise ValueError(
@@ -61,19 +58,21 @@ def _options(cls: type[httpx.Client | httpx.AsyncClient], kwargs: dict[str, Any]
         )
     options = dict(kwargs)
     options["limits"] = checked_limits(kwargs.get("limits"), None)
-    options["verify"] = _verify(kwargs.get("verify", True), name)
+    http1, http2 = kwargs.get("http1", True), kwargs.get("http2", False)
+    options["verify"] = _verify(kwargs.get("verify", True), name, library, http1=http1, http2=http2)
     options.setdefault("trust_env", True)
     return options
 
 
-def _verify(verify: object, name: str) -> ssl.SSLContext:
-    """``verify`` as a TLS context: True is the default pools' context, a path a CA bundle."""
+def _verify(verify: object, name: str, library: Http, *, http1: bool, http2: bool) -> ssl.SSLContext:
+    """``verify`` as a TLS context: True is the default pools' context (one of its own for HTTP/2: see
+    ``ssl_context``), a path a CA bundle."""
     if isinstance(verify, ssl.SSLContext):
         return verify
     if verify is True:
-        return ssl_context()
+        return ssl_context(library, http1=http1, http2=http2)
     if verify is False:
-        return httpx.create_ssl_context(verify=False)
+        return library.create_ssl_context(verify=False)
     if isinstance(verify, str | os.PathLike):
         path = os.fspath(verify)
         if not os.path.exists(path):
@@ -91,26 +90,46 @@ def _verify(verify: object, name: str) -> ssl.SSLContext:
     )
 
 
-class _DefaultHttpxClient(httpx.Client):
-    def __init__(self, **kwargs: Any) -> None:
-        options = _options(httpx.Client, kwargs)
-        # httpx applies the environment's proxies only to a transport of its own making.
-        env_proxy = options["trust_env"] and proxy_in_env()
-        if not env_proxy and not _OWN_TRANSPORT & set(kwargs):
-            options["transport"] = CheckoutTransport(options["limits"], options["verify"])
-        super().__init__(**options)
+@functools.cache
+def _classes(library: Http) -> tuple[type[httpx.Client], type[httpx.AsyncClient]]:
+    """The default sync and async client classes of ``library``: its ``Client`` and ``AsyncClient``."""
+    suffix = "" if library is HTTPX else "2"
+    sync_name, async_name = f"DefaultHttpx{suffix}Client", f"DefaultAsyncHttpx{suffix}Client"
 
+    class DefaultClient(library.Client):  # type: ignore[name-defined,misc]
+        def __init__(self, **kwargs: Any) -> None:
+            options = _options(sync_name, library.Client, library, kwargs)
+            # httpx applies the environment's proxies only to a transport of its own making.
+            env_proxy = options["trust_env"] and proxy_in_env()
+            if not env_proxy and not _OWN_TRANSPORT & set(kwargs):
+                options["transport"] = CheckoutTransport(options["limits"], options["verify"], library)
+            super().__init__(**options)
 
-class _DefaultAsyncHttpxClient(httpx.AsyncClient):
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**_options(httpx.AsyncClient, kwargs))
+    class DefaultAsyncClient(library.AsyncClient):  # type: ignore[name-defined,misc]
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**_options(async_name, library.AsyncClient, library, kwargs))
+
+    DefaultClient.__name__ = DefaultClient.__qualname__ = sync_name
+    DefaultAsyncClient.__name__ = DefaultAsyncClient.__qualname__ = async_name
+    return DefaultClient, DefaultAsyncClient
 
 
 if TYPE_CHECKING:
+    import httpx2 as _httpx2_types
+
     DefaultHttpxClient = httpx.Client
     """An ``httpx.Client`` with the pool defaults of the package's sync clients (see the module)."""
     DefaultAsyncHttpxClient = httpx.AsyncClient
     """An ``httpx.AsyncClient`` with the pool defaults of the package's async clients (see the module)."""
+    DefaultHttpx2Client = _httpx2_types.Client
+    """An ``httpx2.Client`` with the pool defaults of the package's sync clients (see the module)."""
+    DefaultAsyncHttpx2Client = _httpx2_types.AsyncClient
+    """An ``httpx2.AsyncClient`` with the pool defaults of the package's async clients (see the module)."""
 else:
-    DefaultHttpxClient = _DefaultHttpxClient
-    DefaultAsyncHttpxClient = _DefaultAsyncHttpxClient
+    DefaultHttpxClient, DefaultAsyncHttpxClient = _classes(HTTPX)
+
+    def __getattr__(name: str) -> Any:
+        """``DefaultHttpx2Client``, ``DefaultAsyncHttpx2Client``: built (and httpx2 imported) on first use."""
+        if name in ("DefaultHttpx2Client", "DefaultAsyncHttpx2Client"):
+            return _classes(httpx2())[name == "DefaultAsyncHttpx2Client"]
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

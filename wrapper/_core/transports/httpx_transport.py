@@ -1,11 +1,13 @@
 """Requests through httpx: ``HttpxTransport`` (the sync clients') and ``AsyncHttpxTransport`` (an async
 client's when it was given an ``http_client``, a proxy is configured, or a mock or tracer watches httpx).
 httpx's own transport, auth, event hooks and default headers apply; a connection with bytes left over
-after its response is not pooled (``reuse``).
+after its response is not pooled (``reuse``). An httpx2 client is used alike: the same API, and the
+responses and errors it gives are its own.
 """
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Callable
 
@@ -13,15 +15,32 @@ import httpx
 
 from . import fork
 from .base import Reply, Request
+from .library import HTTPX, Http, also, library_of
 from .reuse import AsyncSettled, Settled
 
 __all__ = ["AsyncHttpxTransport", "HttpxTransport", "reply_of"]
 
 
+@functools.lru_cache(maxsize=256)
+def _url(library: Http, url: str) -> httpx.URL:
+    """``url`` parsed by ``library`` once: a client calls the same few URLs, and parsing one costs a
+    quarter of httpx's ``build_request`` (a ``URL`` is immutable, so it is shared)."""
+    return library.URL(url)
+
+
 def _built(client: httpx.Client | httpx.AsyncClient, request: Request) -> httpx.Request:
-    """``request`` as ``client`` builds it: with its default headers, cookies and query parameters."""
+    """``request`` as ``client`` builds it: with its default headers, cookies and query parameters.
+
+    The timeouts go as a tuple, which httpx and httpx2 both take (an ``httpx.Timeout`` is not an
+    ``httpx2.Timeout``).
+    """
+    timeout = request.timeout
     return client.build_request(
-        request.method, request.url, content=request.content, headers=request.headers, timeout=request.timeout
+        request.method,
+        _url(request.library, request.url),
+        content=request.content,
+        headers=request.headers,
+        timeout=(timeout.connect, timeout.read, timeout.write, timeout.pool),
     )
 
 
@@ -51,6 +70,8 @@ class HttpxTransport:
     def __init__(self, client: httpx.Client, own: Callable[[], httpx.Client] | None = None) -> None:
         self.client = client
         self._own = own
+        library = library_of(client, asynchronous=False) or HTTPX
+        self._settled = also(Settled, library.SyncByteStream)  # httpx2's responses read only its streams
         self._owned = [client]  # what to close when collected: held by the finalizer, not through self
         if own is not None:
             fork.register(self)
@@ -74,8 +95,8 @@ class HttpxTransport:
         """The response, its body to read: a connection with bytes left over after it is not pooled."""
         client = self.client
         response = client.send(_built(client, request), stream=True, follow_redirects=False)
-        assert isinstance(response.stream, httpx.SyncByteStream)
-        response.stream = Settled(response.stream)
+        assert isinstance(response.stream, request.library.SyncByteStream)
+        response.stream = self._settled(response.stream)
         return _idle(response, idle)
 
     def close(self) -> None:
@@ -91,6 +112,8 @@ class AsyncHttpxTransport:
 
     def __init__(self, client: httpx.AsyncClient) -> None:
         self.client = client
+        library = library_of(client, asynchronous=True) or HTTPX
+        self._settled = also(AsyncSettled, library.AsyncByteStream)
 
     async def send(self, request: Request) -> Reply:
         response = await self.stream(request, None)
@@ -103,8 +126,8 @@ class AsyncHttpxTransport:
     async def stream(self, request: Request, idle: float | None) -> httpx.Response:
         """The response, its body to read: a connection with bytes left over after it is not pooled."""
         response = await self.client.send(_built(self.client, request), stream=True, follow_redirects=False)
-        assert isinstance(response.stream, httpx.AsyncByteStream)
-        response.stream = AsyncSettled(response.stream)
+        assert isinstance(response.stream, request.library.AsyncByteStream)
+        response.stream = self._settled(response.stream)
         return _idle(response, idle)
 
     async def aclose(self) -> None:

@@ -12,7 +12,8 @@ closed, or idle for longer than ``limits.keepalive_expiry``, are closed and drop
 left half-closed (CLOSE-WAIT) after a burst, however long the client then stays idle.
 
 In a forked child the connections taken from the parent are dropped (``fork``). A host
-name is looked up within the connect timeout (``_Lookups``), as the async transports do.
+name is looked up within the connect timeout (``_Lookups``), as the async transports do. On httpx2
+(``library``), each connection is an ``httpx2.HTTPTransport`` and "httpcore" reads httpcore2.
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import httpcore
 import httpx
 
 from . import fork
+from .library import HTTPX, Http, also, core
 from .timers import TIMERS, Timer
 
 if TYPE_CHECKING:
@@ -49,11 +51,14 @@ class CheckoutTransport(httpx.BaseTransport):
     timeout, then raises ``httpx.PoolTimeout``); ``max_keepalive_connections`` bounds the idle ones kept.
     """
 
-    def __init__(self, limits: httpx.Limits, verify: ssl.SSLContext) -> None:
+    def __init__(self, limits: httpx.Limits, verify: ssl.SSLContext, library: Http = HTTPX) -> None:
         self._one = httpx.Limits(
             max_connections=1, max_keepalive_connections=1, keepalive_expiry=limits.keepalive_expiry
         )
         self._verify = verify
+        self._library = library
+        self._give_back_class = also(_GiveBackOnClose, library.SyncByteStream)
+        self._lookups = _lookups(library)
         self._max_busy = limits.max_connections
         self._max_idle = limits.max_keepalive_connections
         self._idle: list[httpx.HTTPTransport] = []
@@ -71,8 +76,8 @@ class CheckoutTransport(httpx.BaseTransport):
         except BaseException:
             self._give_back(transport, pid)
             raise
-        assert isinstance(response.stream, httpx.SyncByteStream)
-        response.stream = _GiveBackOnClose(response.stream, lambda: self._give_back(transport, pid))
+        assert isinstance(response.stream, self._library.SyncByteStream)
+        response.stream = self._give_back_class(response.stream, lambda: self._give_back(transport, pid))
         return response
 
     def after_fork(self) -> None:
@@ -100,14 +105,16 @@ class CheckoutTransport(httpx.BaseTransport):
             if limit is not None and not self._changed.wait_for(
                 lambda: self._closed or self._busy < limit, timeout
             ):
-                raise httpx.PoolTimeout(f"no connection was free within the pool timeout ({timeout} s)")
+                raise self._library.PoolTimeout(
+                    f"no connection was free within the pool timeout ({timeout} s)"
+                )
             if self._closed:
                 raise RuntimeError("Cannot send a request, as the client has been closed.")
             self._busy += 1
             if self._idle:
                 return self._idle.pop()
-        transport = httpx.HTTPTransport(verify=self._verify, limits=self._one)
-        transport._pool._network_backend = _LOOKUPS  # httpx takes no backend; its pool hands this one on
+        transport = self._library.HTTPTransport(verify=self._verify, limits=self._one)
+        transport._pool._network_backend = self._lookups  # httpx takes no backend; its pool hands this on
         return transport
 
     def _give_back(self, transport: httpx.HTTPTransport, pid: int) -> None:
@@ -152,11 +159,21 @@ def _sweep(pool: weakref.ref[CheckoutTransport]) -> None:
 
 
 def _expired(transport: httpx.HTTPTransport) -> bool:
-    """Whether an idle transport's connection is of no more use: closed, closed by the server (its socket
-    readable while idle), or idle for longer than the keep-alive expiry (httpcore's ``has_expired``)."""
+    """Whether an idle transport's connection is of no more use: closed, idle for longer than the
+    keep-alive expiry (httpcore's ``has_expired``), or closed by the server (its socket readable while
+    idle: httpcore's ``has_expired`` says so too, httpcore2's only checks it when a request comes)."""
     return all(
-        connection.is_closed() or connection.has_expired() for connection in transport._pool.connections
+        connection.is_closed() or connection.has_expired() or _readable_while_idle(connection)
+        for connection in transport._pool.connections
     )
+
+
+def _readable_while_idle(connection: object) -> bool:
+    """True if ``connection`` (httpcore's) is idle and its socket readable: the server closed it."""
+    http11 = getattr(connection, "_connection", None)  # None before it connects, or on HTTP/2
+    stream = getattr(http11, "_network_stream", None)
+    idle = getattr(http11, "is_idle", None)
+    return stream is not None and idle is not None and idle() and bool(stream.get_extra_info("is_readable"))
 
 
 class _GiveBackOnClose(httpx.SyncByteStream):
@@ -178,13 +195,18 @@ class _GiveBackOnClose(httpx.SyncByteStream):
                 give_back()
 
 
-class _Lookups(httpcore.SyncBackend):
-    """httpcore's sockets, with a host name looked up within the connect timeout.
+class _Lookups(httpcore.NetworkBackend):
+    """httpcore's sockets (``httpcore``'s: httpcore2's on httpx2), with a host name looked up within the
+    connect timeout.
 
     ``socket.create_connection`` waits for the system's resolver as long as it takes: a lookup of 8 s
     outlasted a connect timeout of 1 s, and a deadline of 2 s. Here the lookup runs in a thread of its
     own, waited for up to the timeout, and what is left of it goes to connecting to each address.
     """
+
+    def __init__(self, core_module: Any) -> None:
+        self._errors = core_module
+        self._sockets: httpcore.SyncBackend = core_module.SyncBackend()
 
     def connect_tcp(
         self,
@@ -194,24 +216,39 @@ class _Lookups(httpcore.SyncBackend):
         local_address: str | None = None,
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.NetworkStream:
+        connect = self._sockets.connect_tcp
         if timeout is None or _is_address(host):
-            return super().connect_tcp(host, port, timeout, local_address, socket_options)
+            return connect(host, port, timeout, local_address, socket_options)
         deadline = time.monotonic() + timeout
         failed: httpcore.ConnectError | None = None
-        for address in _lookup(host, port, timeout):
+        for address in _lookup(host, port, timeout, self._errors):
             left = deadline - time.monotonic()
             if left <= 0:
                 break
             try:
-                return super().connect_tcp(address, port, left, local_address, socket_options)
-            except httpcore.ConnectError as exc:  # the next address, as socket.create_connection does
+                return connect(address, port, left, local_address, socket_options)
+            except self._errors.ConnectError as exc:  # the next address, as socket.create_connection does
                 failed = exc
         if failed is not None:
             raise failed
-        raise httpcore.ConnectTimeout(f"connecting to {host} took longer than {timeout:g} s")
+        raise self._errors.ConnectTimeout(f"connecting to {host} took longer than {timeout:g} s")
+
+    def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.NetworkStream:
+        return self._sockets.connect_unix_socket(path, timeout, socket_options)
+
+    def sleep(self, seconds: float) -> None:
+        self._sockets.sleep(seconds)
 
 
-_LOOKUPS = _Lookups()
+@functools.cache
+def _lookups(library: Http) -> _Lookups:
+    """The ``_Lookups`` of ``library``'s httpcore (one each: it keeps no state)."""
+    return _Lookups(core(library))
 
 
 def _is_address(host: str) -> bool:
@@ -222,7 +259,7 @@ def _is_address(host: str) -> bool:
     return True
 
 
-def _lookup(host: str, port: int, timeout: float) -> list[str]:
+def _lookup(host: str, port: int, timeout: float, errors: Any) -> list[str]:
     """The addresses of ``host``, from the system's resolver in a thread waited for up to ``timeout`` s."""
     found: concurrent.futures.Future[list[str]] = concurrent.futures.Future()
 
@@ -238,6 +275,6 @@ def _lookup(host: str, port: int, timeout: float) -> list[str]:
     try:
         return found.result(timeout)
     except TimeoutError:
-        raise httpcore.ConnectTimeout(f"looking up {host} took longer than {timeout:g} s") from None
+        raise errors.ConnectTimeout(f"looking up {host} took longer than {timeout:g} s") from None
     except OSError as exc:  # not found, no network
-        raise httpcore.ConnectError(str(exc)) from exc
+        raise errors.ConnectError(str(exc)) from exc
