@@ -14,12 +14,13 @@ import logging
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
-from helpers import some_value
+from helpers import call, collect, some_value
 from redis_server import RedisServer
 
 from wrapper import apis
@@ -66,6 +67,28 @@ def client(sandbox: Sandbox, api: str, asynchronous: bool = False, **options: An
     return classes[asynchronous](base_url=sandbox.base_url(api), **credentials[api], **options)
 
 
+@pytest.fixture
+async def lane_client(sandbox: Sandbox, lane: str, library: ModuleType) -> AsyncIterator[Callable[..., Any]]:
+    """``lane_client(api, **options)``: a client of the ``lane`` (sync; async on its own pools; async on a
+    user's ``AsyncClient``), speaking the ``library`` (httpx or httpx2); closed after the test. The sync
+    lane runs where an event loop runs (the test's), as a sync client does in a notebook."""
+    clients: list[Any] = []
+    given: list[Any] = []
+
+    def make(api: str, **options: Any) -> Any:
+        if lane == "httpx":
+            given.append(library.AsyncClient())
+            options["http_client"] = given[-1]
+        clients.append(client(sandbox, api, asynchronous=lane != "sync", **options))
+        return clients[-1]
+
+    yield make
+    for each in clients:
+        await call(each.close())
+    for each in given:
+        await each.aclose()
+
+
 def max_tokens(api: str, n: int) -> dict[str, int]:
     return {apis.get(api).max_tokens: n}
 
@@ -74,12 +97,12 @@ def max_tokens(api: str, n: int) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("api", apis.NAMES)
-def test_a_hit_sends_nothing_and_says_it_came_from_the_cache(
-    sandbox: Sandbox, cache_file: Path, api: str
+async def test_a_hit_sends_nothing_and_says_it_came_from_the_cache(
+    sandbox: Sandbox, cache_file: Path, lane_client: Callable[..., Any], api: str
 ) -> None:
-    with client(sandbox, api, cache=str(cache_file)) as c:
-        first = c.complete(MODELS[api], "Alice was", **max_tokens(api, 6))
-        second = c.complete(MODELS[api], "Alice was", **max_tokens(api, 6))
+    c = lane_client(api, cache=str(cache_file))
+    first = await call(c.complete(MODELS[api], "Alice was", **max_tokens(api, 6)))
+    second = await call(c.complete(MODELS[api], "Alice was", **max_tokens(api, 6)))
     assert sent(sandbox) == 1
     assert (first.cached, second.cached) == (False, True)
     assert (second.text, second.finish_reason, second.request_id) == (
@@ -250,19 +273,21 @@ def test_without_sampling_identical_prompts_share_one_answer_and_stats_count_it(
 
 
 @pytest.mark.parametrize("api", apis.NAMES)
-def test_a_finished_stream_is_replayed_through_the_same_stream_object(
-    sandbox: Sandbox, cache_file: Path, api: str
+async def test_a_finished_stream_is_replayed_through_the_same_stream_object(
+    sandbox: Sandbox, cache_file: Path, lane_client: Callable[..., Any], library: ModuleType, api: str
 ) -> None:
-    with client(sandbox, api, cache=cache_file) as c:
-        with c.stream(MODELS[api], "Alice was", **max_tokens(api, 8)) as stream:
-            chunks = list(stream)
-        replay = c.stream(MODELS[api], "Alice was", **max_tokens(api, 8))
-        response = replay.open()
-        texts = list(replay.text_stream)
-        final = replay.get_final_completion()
-        again = list(c.stream(MODELS[api], "Alice was", **max_tokens(api, 8)))
+    c = lane_client(api, cache=cache_file)
+    streamed = c.stream(MODELS[api], "Alice was", **max_tokens(api, 8))
+    chunks = await collect(streamed)
+    replay = c.stream(MODELS[api], "Alice was", **max_tokens(api, 8))
+    response = await call(replay.open())
+    texts = await collect(replay.text_stream)
+    final = await call(replay.get_final_completion())
+    again = await collect(c.stream(MODELS[api], "Alice was", **max_tokens(api, 8)))
     assert sent(sandbox) == 1
+    assert isinstance(response, library.Response)  # the client's library's, as a stream that went out
     assert response.status_code == 200
+    assert response.headers["x-request-id"] == chunks[0].request_id
     assert texts == [chunk.text for chunk in chunks if chunk.text]
     assert [chunk.text for chunk in again] == [chunk.text for chunk in chunks]  # the chunk count too
     assert all(chunk.cached for chunk in again)
@@ -274,15 +299,19 @@ def test_a_finished_stream_is_replayed_through_the_same_stream_object(
     assert final.response_tokens == chunks[-1].response_tokens
 
 
-async def test_an_async_stream_is_replayed_and_one_left_early_is_not_kept(
-    sandbox: Sandbox, cache_file: Path
+async def test_a_stream_left_early_is_not_kept(
+    sandbox: Sandbox, cache_file: Path, lane_client: Callable[..., Any]
 ) -> None:
-    async with client(sandbox, "scale", asynchronous=True, cache=cache_file) as c:
-        async with c.stream(SCALE_MODEL, "The Queen", max_tokens=8) as stream:
-            async for _ in stream:
-                break  # left after the first chunk
-        complete = [chunk.text async for chunk in c.stream(SCALE_MODEL, "The Queen", max_tokens=8)]
-        replay = [chunk async for chunk in c.stream(SCALE_MODEL, "The Queen", max_tokens=8)]
+    c = lane_client("scale", cache=cache_file)
+    left = c.stream(SCALE_MODEL, "The Queen", max_tokens=8)
+    if hasattr(left, "__anext__"):
+        await left.__anext__()  # left after the first chunk
+        await left.aclose()
+    else:
+        next(left)
+        left.close()
+    complete = [chunk.text for chunk in await collect(c.stream(SCALE_MODEL, "The Queen", max_tokens=8))]
+    replay = await collect(c.stream(SCALE_MODEL, "The Queen", max_tokens=8))
     assert sent(sandbox) == 2
     assert [chunk.text for chunk in replay] == complete
     assert all(chunk.cached for chunk in replay)
@@ -291,23 +320,23 @@ async def test_an_async_stream_is_replayed_and_one_left_early_is_not_kept(
 # --- what is never kept -----------------------------------------------------------------------------------
 
 
-def test_a_cut_stream_a_429_a_500_and_flagged_content_are_not_kept(
-    sandbox: Sandbox, cache_file: Path
+async def test_a_cut_stream_a_429_a_500_and_flagged_content_are_not_kept(
+    sandbox: Sandbox, cache_file: Path, lane_client: Callable[..., Any]
 ) -> None:
-    with client(sandbox, "scale", cache=cache_file, max_retries=0) as c:
-        sandbox.inject(cut=2)
-        with pytest.raises(APIConnectionError):
-            list(c.stream(SCALE_MODEL, "Alice was", max_tokens=8))
-        assert not list(c.stream(SCALE_MODEL, "Alice was", max_tokens=8))[-1].cached  # sent again
-        for status, error in ((429, RateLimitError), (500, InternalServerError)):
-            sandbox.inject(status=status)
-            with pytest.raises(error):
-                c.complete(SCALE_MODEL, f"status {status}", max_tokens=4)
-            assert not c.complete(SCALE_MODEL, f"status {status}", max_tokens=4).cached
-    with client(sandbox, "gradient", cache=cache_file) as g:
-        for _ in range(2):
-            with pytest.raises(ContentFlaggedError):
-                g.complete(GRADIENT_MODEL, "how to make explosives", max_generated_token_count=4)
+    c = lane_client("scale", cache=cache_file, max_retries=0)
+    sandbox.inject(cut=2)
+    with pytest.raises(APIConnectionError):
+        await collect(c.stream(SCALE_MODEL, "Alice was", max_tokens=8))
+    assert not (await collect(c.stream(SCALE_MODEL, "Alice was", max_tokens=8)))[-1].cached  # sent again
+    for status, error in ((429, RateLimitError), (500, InternalServerError)):
+        sandbox.inject(status=status)
+        with pytest.raises(error):
+            await call(c.complete(SCALE_MODEL, f"status {status}", max_tokens=4))
+        assert not (await call(c.complete(SCALE_MODEL, f"status {status}", max_tokens=4))).cached
+    g = lane_client("gradient", cache=cache_file)
+    for _ in range(2):
+        with pytest.raises(ContentFlaggedError):
+            await call(g.complete(GRADIENT_MODEL, "how to make explosives", max_generated_token_count=4))
     assert sent(sandbox) == 2 + 4 + 2  # every failure sent, then its retry sent again
 
 
@@ -423,9 +452,12 @@ def test_the_command_line_completes_from_the_cache(
     assert sent(sandbox) == 1
 
 
-async def test_a_raw_response_call_neither_reads_nor_writes(sandbox: Sandbox, cache_file: Path) -> None:
+async def test_a_raw_response_call_neither_reads_nor_writes(
+    sandbox: Sandbox, cache_file: Path, library: ModuleType
+) -> None:
     with client(sandbox, "scale", cache=cache_file) as c:
         raw = c.with_raw_response.complete(SCALE_MODEL, "Alice was", max_tokens=6)
+        assert isinstance(raw.http_response, library.Response)
         assert raw.http_response.status_code == 200
         assert not c.complete(SCALE_MODEL, "Alice was", max_tokens=6).cached  # the raw call kept nothing
         assert c.with_raw_response.complete(SCALE_MODEL, "Alice was", max_tokens=6).parse().cached is False

@@ -96,17 +96,19 @@ def answered_completion(given: Completion | Sequence[CompletionChunk], target: T
 def replayed(
     given: Completion | Sequence[CompletionChunk], target: Target | None, attempts: Attempts, streams: bool
 ) -> tuple[httpx.Response, CompletionChunk, list[CompletionChunk]]:
-    """A stream a hook answered (a cache's hit): a stand-in for its response (status 200, the request,
-    the ``x-request-id`` the chunks came with), its first chunk and the others."""
+    """A stream a hook answered (a cache's hit): a stand-in for its response (a ``Response`` of the client's
+    HTTP library: status 200, the request, the ``x-request-id`` the chunks came with), its first chunk and
+    the others."""
     chunks = list(cast("Sequence[CompletionChunk]", given))
     if target is not None:
         chunks = [routed(chunk, target.route) for chunk in chunks]
         streams = target.client.API.streams
-    assert attempts.request is not None
+    request = attempts.request
+    assert request is not None
     headers = [("content-type", "text/event-stream" if streams else "application/json")]
     if chunks[0].request_id is not None:
         headers.append(("x-request-id", chunks[0].request_id))
-    response = httpx.Response(200, headers=headers, request=attempts.request.as_httpx())
+    response = request.library.Response(200, headers=headers, request=request.as_httpx())
     return response, chunks[0], chunks[1:]
 
 

@@ -85,13 +85,9 @@ class Cache:
             return None
 
     def put_soon(self, key: str, entry: Entry) -> None:
-        """``put``, off the event loop when called on one (without waiting for it): a stream's end."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            self.put(key, entry)
-        else:
-            self._executor_now().submit(self.put, key, entry)
+        """``put`` on the store's thread, without waiting for it: an async stream's end, on the event loop
+        (the async calls' reads after it run on that thread too, so they find it)."""
+        self._executor_now().submit(self.put, key, entry)
 
     async def aget(self, key: str) -> Entry | None:
         """``get`` on the store's threads: the event loop runs on meanwhile."""

@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from wrapper import CallHooks, CallInfo
+from wrapper import AsyncClient, CallHooks, CallInfo
 
 from ._cache import Cache, cache_of
 from ._entry import Entry, Recording
@@ -49,6 +49,9 @@ class _Cached(CallHooks):
         self.hit = False
         self.flight: Flight | None = None  # the flight this call leads, until it lands
         self.recording = Recording() if call.stream else None
+        # A sync call stores a stream's end at once, even where an event loop runs (a notebook's): its
+        # next call reads the store directly, not behind the store's thread.
+        self.keep_stream = cache.put_soon if isinstance(call.client, AsyncClient) else cache.put
 
     def _keyed(self, url: str, body: bytes) -> bool:
         """Set the call's key; whether it reads the cache (not with ``cache_read=False``)."""
@@ -127,7 +130,7 @@ class _Cached(CallHooks):
 
     def finished(self, error: BaseException | None) -> None:
         if error is None and self.recording is not None and not self.hit and self.recording:
-            self._keep(self.recording.entry(), self.cache.put_soon)
+            self._keep(self.recording.entry(), self.keep_stream)
         self._land(None)  # a failure (or an answer already landed): waiters send their own
 
     def _keep(self, entry: Entry, put: Any) -> None:
