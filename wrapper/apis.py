@@ -73,6 +73,9 @@ class Api:
     """Whether the API streams tokens (Gradient's does not: ``stream`` yields one chunk)."""
     hooks: tuple[HookFactory, ...]
     """What every call of the API's clients gets, before its options' own (its module gives telemetry's)."""
+    cache_hooks: HookFactory
+    """What a call gets, after its options' hooks, when its options name a response cache (``cache``; its
+    module gives ``wrapper.cache``'s): a call without one never runs the cache's code."""
     model_help: str
     """What the command line says the model argument is."""
     credentials: tuple[Credential, ...]

@@ -34,7 +34,8 @@ API = Api(
     choices="guidance",
     temperature="temperature",
     streams=False,
-    hooks=(_telemetry.traced, cached_calls),
+    hooks=(_telemetry.traced,),
+    cache_hooks=cached_calls,
     model_help="the base model slug or fine-tuned model adapter id",
     credentials=(
         Credential("access_token", "GRADIENT_ACCESS_TOKEN"),

@@ -35,7 +35,8 @@ API = Api(
     choices=None,
     temperature="temperature",
     streams=True,
-    hooks=(_telemetry.traced, cached_calls),
+    hooks=(_telemetry.traced,),
+    cache_hooks=cached_calls,
     model_help="the model deployment id",
     credentials=(
         Credential("api_key", "SGP_API_KEY"),

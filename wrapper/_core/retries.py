@@ -82,8 +82,9 @@ async def asleep(seconds: float) -> None:
 
 
 def hooks_of(options: Options, call: CallInfo) -> list[CallHooks]:
-    """The hooks ``options``' factories give ``call``."""
-    return [hook for factory in options.hooks if (hook := factory(call)) is not None]
+    """The hooks ``options``' factories give ``call``, then its API's response cache's if they name one."""
+    factories = options.hooks if options.cache is None else (*options.hooks, call.client.API.cache_hooks)
+    return [hook for factory in factories if (hook := factory(call)) is not None]
 
 
 class Attempts:
@@ -252,21 +253,24 @@ class Attempts:
         deadline = self.options.deadline
         return None if deadline is None else self.started + deadline
 
-    def _asking(self) -> bool:
-        """Whether the hooks are to be asked for an answer now (once a visit, before its first attempt;
-        ``next()`` has entered their contexts)."""
+    def _asking(self) -> list[CallHooks]:
+        """The hooks to ask for an answer now: once a visit, before its first attempt (``next()`` has
+        entered their contexts), those that can give one (that override ``answer`` or ``aanswer``)."""
         if self._asked or not self.hooks:
-            return False
+            return []
         self._asked = True
-        return True
+        answer, aanswer = CallHooks.answer, CallHooks.aanswer
+        return [
+            hook
+            for hook in self.hooks
+            if type(hook).answer is not answer or type(hook).aanswer is not aanswer
+        ]
 
     def answer(self) -> Completion | Sequence[CompletionChunk] | None:
         """The hooks' answer to the call (a cache's hit), asked once before its first attempt (a routed
         call's: each visit's); every hook is told of it (``answered``). None: make the attempt."""
-        if not self._asking():
-            return None
-        assert self.request is not None
-        for hook in self.hooks:
+        for hook in self._asking():
+            assert self.request is not None
             given = hook.answer(self.request.url, self.request.content)
             if given is not None:
                 self._answered(given)
@@ -274,10 +278,8 @@ class Attempts:
         return None
 
     async def aanswer(self) -> Completion | Sequence[CompletionChunk] | None:
-        if not self._asking():
-            return None
-        assert self.request is not None
-        for hook in self.hooks:
+        for hook in self._asking():
+            assert self.request is not None
             given = await hook.aanswer(self.request.url, self.request.content)
             if given is not None:
                 self._answered(given)

@@ -1,4 +1,5 @@
-"""The cache on each call: ``cached_calls``, the hook factory every API's clients run.
+"""The cache on each call: ``cached_calls``, the hook factory of a call whose options name a cache
+(``Api.cache_hooks``).
 
 A call whose options name a cache (``cache=``) is answered from it when its key is there (the
 attempt loop then sends nothing), waits for an identical call already under way in the process
@@ -31,12 +32,9 @@ if TYPE_CHECKING:
 __all__ = ["cached_calls"]
 
 
-def cached_calls(call: CallInfo) -> CallHooks | None:
-    """The cache's hooks for ``call``, or None when its options name no cache."""
-    options = call.options
-    if options is None or options.cache is None:
-        return None
-    return _Cached(call, cache_of(open_store(options.cache)))
+def cached_calls(call: CallInfo) -> CallHooks:
+    """The cache's hooks for ``call``, whose options name a cache."""
+    return _Cached(call, cache_of(open_store(call.options.cache)))
 
 
 class _Cached(CallHooks):
