@@ -11,6 +11,8 @@ at one sandbox (seed 0), reset before each block. Conventions of the pages:
   with ``python -m pytest`` in a directory with no configuration (so no ``asyncio_mode = "auto"``)
   and only the plugins such a project has (pytest-asyncio, pytest-httpx, this package's), and every
   test must pass;
+- a block that reads ``REDIS_URL`` gets a real ``redis-server`` there (``tests/redis_server.py``),
+  started for the module on the first such block and emptied before each;
 - a block whose first line is ``# Type-checked, not run: <why>`` needs what this machine lacks
   (an S3 bucket, a corporate CA); it is not run, and says so on the page;
 - a block whose first line is ``# Needs <plugin> (run by nox -s <session>): <why>`` is a test file
@@ -158,9 +160,14 @@ RUN = [
     [pytest.param(e, marks=pytest.mark.serial) if e.parsed.meets_a_rate_limit else e for e in RUN],
     ids=_name,
 )
-def test_example_runs(example: Example, docs_sandbox: Sandbox, tmp_path: Path) -> None:
+def test_example_runs(
+    example: Example, docs_sandbox: Sandbox, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     block: Block = example.parsed
     docs_sandbox.reset()
+    environment = _environment(docs_sandbox)
+    if "REDIS_URL" in block.code:  # a Redis the reader runs: a real redis-server, emptied for the block
+        environment["REDIS_URL"] = request.getfixturevalue("redis_url")
     if block.is_test_file:
         script = tmp_path / "test_example.py"
         command = [
@@ -180,7 +187,7 @@ def test_example_runs(example: Example, docs_sandbox: Sandbox, tmp_path: Path) -
     done = subprocess.run(
         command,
         cwd=tmp_path,
-        env=_environment(docs_sandbox),
+        env=environment,
         capture_output=True,
         text=True,
         timeout=TIMEOUT,

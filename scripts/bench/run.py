@@ -21,6 +21,7 @@ from pathlib import Path
 from _stats import FULL, QUICK, Row, Sizes
 from row_async import async_rows
 from row_batch import batch_rows
+from row_cache import cache_rows
 from row_flight import flight_rows
 from row_import import import_rows
 from row_limits import limit_rows
@@ -48,7 +49,8 @@ def _figure(row: Row, which: str) -> str:
 def _outcome(row: Row) -> tuple[str, str, str]:
     """The ratio (or difference), target and met? cells."""
     if row.compare == "delta":
-        value, target = f"{row.value:+.1f} MB", f"≤ +{row.target:g} MB"
+        unit = "MB" if "MB" in row.unit else "µs"
+        value, target = f"{row.value:+.1f} {unit}", f"≤ +{row.target:g} {unit}"
     elif row.compare == "share":
         value, target = f"{row.value:.1%}", f"≤ {row.target:.0%}"
     elif row.compare == "floor":
@@ -105,6 +107,7 @@ def _groups(server: Server, sizes: Sizes, cpus: set[int] | None) -> dict[str, Ca
         "flight": lambda: _flight(sizes, cpus),
         "limits": lambda: limit_rows(sizes),
         "router": lambda: router_rows(sizes),
+        "cache": lambda: cache_rows(server.url, sizes),
         "tls": lambda: tls_rows(sizes, cpus),
         "ray": lambda: _ray(server.url, sizes),
     }
@@ -133,6 +136,7 @@ def main() -> None:
             "flight",
             "limits",
             "router",
+            "cache",
             "tls",
             "ray",
         ],
