@@ -3,7 +3,7 @@
 Both are read from the normalised spec and the override tables in ``scripts/overrides.py``. A
 schema's constraints are emitted in one form whichever OpenAPI version wrote them: references
 resolved, ``exclusiveMinimum``/``exclusiveMaximum`` as numbers (3.1), nullable forms folded into
-``"nullable": True``, descriptions dropped.
+``"nullable": True``, descriptions dropped, a field's server default kept as ``default``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import re
 import textwrap
 from typing import Any
 
-from normalize import HTTP_METHODS, REF_PREFIX, pascal_case, snake_case, variant_tag
+from normalize import HTTP_METHODS, REF_PREFIX, SERVER_DEFAULT, pascal_case, snake_case, variant_tag
 from overrides import REQUEST_OPTIONS, Api
 
 HEADER = "Written by scripts/regen.py from {spec} and scripts/overrides.py; never edited by hand."
@@ -152,7 +152,7 @@ def keywords(spec: dict[str, Any], api: Api) -> tuple[dict[str, Any], dict[str, 
             keyword = snake_case(wire)
             result[keyword] = {
                 "wire": wire,
-                "schema": constraints(spec, schema),
+                "schema": _with_server_default(constraints(spec, schema), resolve(spec, schema)),
                 "description": description,
                 "reshape": None,
             }
@@ -162,6 +162,13 @@ def keywords(spec: dict[str, Any], api: Api) -> tuple[dict[str, Any], dict[str, 
             "which the clients take as a request option; give it another keyword in scripts/overrides.py"
         )
     return prompt, dict(sorted(result.items()))
+
+
+def _with_server_default(constraint: dict[str, Any], schema: Any) -> dict[str, Any]:
+    """``constraint`` with the field's server default as ``default`` (a JSON Schema annotation), if any."""
+    if isinstance(schema, dict) and SERVER_DEFAULT in schema:
+        return {**constraint, "default": schema[SERVER_DEFAULT]}
+    return constraint
 
 
 def _non_null(spec: dict[str, Any], schema: dict[str, Any]) -> Any:

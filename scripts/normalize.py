@@ -15,8 +15,10 @@ today's file, so a later version of either vendor's spec goes through it unchang
   generator's ``...GuidanceType0``;
 * component schemas whose names are module paths
   (``egp_api_backend__server__..__Choice``) are renamed to their ``title``;
-* defaults of request-body fields move into their descriptions: they are what the server assumes
-  when a field is absent, and the generated model would otherwise send them on every request;
+* defaults of request-body fields move into their descriptions and an ``x-server-default`` key:
+  they are what the server assumes when a field is absent (the wrapper reads them there, the
+  response cache to know whether a request samples), and the generated model would otherwise send
+  them on every request;
 * operation ids become snake_case identifiers (``CompleteModel`` -> ``complete_model``); an id
   that is no identifier (``POST-V4-/models/{id}/completions``) is derived from the method and
   the last path segment (``create_completion``).
@@ -36,6 +38,8 @@ DROPPED_EXTENSIONS = frozenset({"x-readme"})
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 METHOD_VERBS = {"get": "get", "post": "create", "put": "update", "patch": "update", "delete": "delete"}
 REF_PREFIX = "#/components/schemas/"
+SERVER_DEFAULT = "x-server-default"
+"""Where a request-body field's default goes: the value the server assumes when the field is absent."""
 NAME_KEYS = ("title", "description", "default", "deprecated", "readOnly", "writeOnly", "example")
 
 
@@ -261,7 +265,8 @@ def _move_request_defaults_to_descriptions(spec: dict[str, Any], schemas: dict[s
             pending.append(schemas.get(ref.removeprefix(REF_PREFIX)))
         for prop in schema.get("properties", {}).values():
             if isinstance(prop, dict) and "default" in prop:
-                note = f"Server default: {json.dumps(prop.pop('default'))}."
+                prop[SERVER_DEFAULT] = prop.pop("default")
+                note = f"Server default: {json.dumps(prop[SERVER_DEFAULT])}."
                 prop["description"] = f"{prop['description']} {note}" if prop.get("description") else note
         pending.extend(schema.get("properties", {}).values())
         pending.extend(value for key in ("allOf", "anyOf", "oneOf") for value in schema.get(key, []))

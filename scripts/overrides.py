@@ -44,6 +44,10 @@ class Api:
 
 
 REQUEST_OPTIONS = (
+    "cache",
+    "cache_read",
+    "cache_sample",
+    "cache_write",
     "deadline",
     "extra_body",
     "extra_headers",

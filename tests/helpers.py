@@ -713,3 +713,22 @@ def echo_secret_reply(kind: str) -> Reply:
         json_reply(status, body, headers)(handler)
 
     return reply
+
+
+def some_value(schema: dict[str, Any]) -> Any:
+    """A value a keyword's schema (``KEYWORDS`` of ``generated/<api>/params.py``) allows, other than
+    its server default: what a test sends to change one parameter."""
+    if "enum" in schema:
+        return schema["enum"][-1]
+    kind = schema.get("type")
+    if kind == "boolean":
+        return not schema.get("default", False)
+    if kind in ("integer", "number"):
+        return 1 if kind == "integer" else 0.5
+    if kind == "array":
+        return [some_value(schema.get("items", {"type": "string"}))] * max(1, schema.get("minItems", 1))
+    if kind == "object":
+        return {
+            name: some_value(sub) for name, sub in schema.get("properties", {"k": {"type": "string"}}).items()
+        }
+    return "x" * max(1, schema.get("minLength", 1))

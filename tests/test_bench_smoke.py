@@ -32,6 +32,12 @@ EXPECTED = {
     "rate limit adaptive short batch, 429s": ("requests", 0.05),
     "router, rate": ("sum of the routes' limits", 0.1),
     "router, 429s": ("requests", 0.01),
+    "cache hit, SQLite": ("uncached complete", 0.25),
+    "cache miss, SQLite": ("uncached complete", 500.0),
+    "async cache, store calls on the loop, SQLite": ("store calls", 0.0),
+    "cache hit, Redis": ("uncached complete", 0.25),  # redis-server is installed where the suite runs
+    "cache miss, Redis": ("uncached complete", 500.0),
+    "async cache, store calls on the loop, Redis": ("store calls", 0.0),
     "TLS async AsyncScale.complete": ("aiohttp", 1.1),
     "TLS sync on httpx:": ("httpx.Client", 1.0),
     "TLS sync on httpx2:": ("httpx2.Client", 1.0),

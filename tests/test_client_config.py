@@ -183,4 +183,5 @@ def test_the_string_arguments_are_told_apart_by_their_annotations() -> None:
         "access_token",
         "workspace_id",
         "base_url",
+        "cache",  # a path or a redis:// URL (or a store)
     }

@@ -11,10 +11,10 @@ at one sandbox (seed 0), reset before each block. Conventions of the pages:
   with ``python -m pytest`` in a directory with no configuration (so no ``asyncio_mode = "auto"``)
   and only the plugins such a project has (pytest-asyncio, pytest-httpx, this package's), and every
   test must pass;
+- a block that reads ``REDIS_URL`` gets a real ``redis-server`` there (``tests/redis_server.py``),
+  started for the module on the first such block and emptied before each;
 - a block whose first line is ``# Type-checked, not run: <why>`` needs what this machine lacks
   (an S3 bucket, a corporate CA); it is not run, and says so on the page;
-- a block that reads ``REDIS_URL`` from the environment (a limit shared through Redis) gets the URL
-  of a real ``redis-server`` there, emptied before it runs;
 - a block whose first line is ``# Needs <plugin> (run by nox -s <session>): <why>`` is a test file
   for a pytest plugin the suite's environment lacks (an httpx2 mocking plugin: the two install the
   same module): it runs in that nox session, which installs the plugin and names it in
@@ -84,11 +84,6 @@ class Block(NamedTuple):
         """It starts a sandbox that enforces a rate: what it prints (the 429s met) depends on the pace the
         machine allows, so it runs in the serial part, with nothing beside it."""
         return RATE_LIMITED.search(self.code) is not None
-
-    @property
-    def needs_redis(self) -> bool:
-        """It reads the URL of a Redis server from the environment, as the docs tell readers to set it."""
-        return "REDIS_URL" in self.code
 
     @property
     def is_test_file(self) -> bool:
@@ -170,9 +165,9 @@ def test_example_runs(
 ) -> None:
     block: Block = example.parsed
     docs_sandbox.reset()
-    env = _environment(docs_sandbox)
-    if block.needs_redis:
-        env["REDIS_URL"] = request.getfixturevalue("redis_url")
+    environment = _environment(docs_sandbox)
+    if "REDIS_URL" in block.code:  # a Redis the reader runs: a real redis-server, emptied for the block
+        environment["REDIS_URL"] = request.getfixturevalue("redis_url")
     if block.is_test_file:
         script = tmp_path / "test_example.py"
         command = [
@@ -192,7 +187,7 @@ def test_example_runs(
     done = subprocess.run(
         command,
         cwd=tmp_path,
-        env=env,
+        env=environment,
         capture_output=True,
         text=True,
         timeout=TIMEOUT,

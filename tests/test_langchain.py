@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -369,3 +370,32 @@ def test_the_secret_fields_name_the_environment_variables_the_clients_read(sandb
         "api_key",
         "access_token",
     }
+
+
+async def test_callbacks_fire_on_cache_hits_as_on_misses(sandbox: Sandbox, tmp_path: Path) -> None:
+    class Ends(BaseCallbackHandler):
+        def __init__(self) -> None:
+            self.texts: list[str] = []
+
+        def on_llm_end(self, response: Any, **kwargs: Any) -> None:
+            self.texts.append(response.generations[0][0].text)
+
+    llm = ScaleLLM(
+        model=SCALE_MODEL,
+        api_key=CREDENTIAL,
+        base_url=sandbox.scale_base_url,
+        max_tokens=8,
+        response_cache=str(tmp_path / "cache.db"),
+    )
+    ends = Ends()
+    before = sandbox.stats().requests
+    try:
+        first = llm.invoke("Alice was", config={"callbacks": [ends]})
+        again = llm.invoke("Alice was", config={"callbacks": [ends]})
+        async_again = await llm.ainvoke("Alice was", config={"callbacks": [ends]})
+    finally:
+        llm.close()
+        await llm.aclose()
+    assert sandbox.stats().requests - before == 1
+    assert first == again == async_again
+    assert ends.texts == [first] * 3

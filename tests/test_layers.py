@@ -26,6 +26,7 @@ descriptors, its errors and its testing switch."""
 EXTRAS = {
     "pacing": ("wrapper.pacing",),
     "batch": ("wrapper.batch",),
+    "cache": ("wrapper.cache",),
     "router": ("wrapper.router",),
     "command line": ("wrapper._cli", "wrapper.__main__"),
     "sandbox": ("wrapper.sandbox",),

@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -236,3 +237,28 @@ def test_credentials_stay_out_of_repr_and_serialisation() -> None:
     for llm in (scale, gradient):
         assert secret not in repr(llm)
         assert secret not in llm.to_json()
+
+
+async def test_callbacks_fire_on_cache_hits_as_on_misses(sandbox: Sandbox, tmp_path: Path) -> None:
+    from llama_index.core.callbacks import CallbackManager, LlamaDebugHandler
+
+    debug = LlamaDebugHandler()
+    llm = ScaleLLM(
+        model=SCALE_MODEL,
+        api_key=CREDENTIAL,
+        base_url=sandbox.scale_base_url,
+        max_tokens=8,
+        response_cache=str(tmp_path / "cache.db"),
+        callback_manager=CallbackManager([debug]),
+    )
+    before = sandbox.stats().requests
+    try:
+        first = llm.complete("Alice was")
+        again = llm.complete("Alice was")
+        async_again = await llm.acomplete("Alice was")
+    finally:
+        llm.close()
+        await llm.aclose()
+    assert sandbox.stats().requests - before == 1
+    assert first.text == again.text == async_again.text
+    assert len(debug.get_llm_inputs_outputs()) == 3  # a start and an end event for each call

@@ -145,6 +145,7 @@ def test_request_defaults_move_to_descriptions_so_only_given_fields_are_sent() -
     props = normalize(SCALE)["components"]["schemas"]["CompletionRequestV2"]["properties"]
     assert "default" not in props["temperature"]
     assert props["temperature"]["description"].endswith("Server default: 0.2.")
+    assert props["temperature"]["x-server-default"] == 0.2  # kept for the wrapper: does a request sample?
     assert props["stream"]["description"] == (
         "Flag indicating whether to stream the completion response Server default: false."
     )
@@ -152,3 +153,4 @@ def test_request_defaults_move_to_descriptions_so_only_given_fields_are_sent() -
     assert response["prompt_tokens"]["default"] == 0  # response defaults stay: they fill absent fields
     gradient = normalize(GRADIENT)["components"]["schemas"]["CompleteModelBodyParams"]["properties"]
     assert "default" not in gradient["autoTemplate"]
+    assert gradient["autoTemplate"]["x-server-default"] is True

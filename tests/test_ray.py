@@ -314,3 +314,29 @@ def test_import_without_ray_names_the_extra() -> None:
     assert result.returncode != 0
     assert "ImportError" in result.stderr
     assert install_command("ray").search(result.stderr), result.stderr
+
+
+def test_workers_share_a_response_cache(local_cluster: None, served: Sandbox, redis_url: str) -> None:
+    """A cache in the client options is every worker's: a re-run of the dataset sends nothing and gives
+    back the same answers, each row saying it came from the cache."""
+    rows = [{"id": i, "prompt": f"Prompt number {i}"} for i in range(120)]
+
+    def run() -> list[dict[str, Any]]:
+        out = complete_dataset(
+            ray.data.from_items(rows),
+            "scale",
+            MODELS["scale"],
+            workers=2,
+            concurrency=8,
+            client_options=_options("scale", served, cache=redis_url),
+            max_tokens=4,
+        )
+        return sorted(out.take_all(), key=lambda row: row["id"])
+
+    first = run()
+    assert len(served.exchanges) == 120
+    again = run()
+    assert len(served.exchanges) == 120  # nothing more sent
+    assert [r["text"] for r in again] == [r["text"] for r in first]
+    assert [r["cached"] for r in first] == [False] * 120
+    assert [r["cached"] for r in again] == [True] * 120

@@ -111,7 +111,10 @@ async def test_bad_options_are_refused_naming_the_option(
 @pytest.mark.usefixtures("clean_env")
 def test_an_unknown_option_and_a_bad_retry_policy_are_refused() -> None:
     client = scale("sync", "https://scale.test")
-    with pytest.raises(ValueError, match="unknown option 'tiemout'; the options are deadline, extra_body"):
+    with pytest.raises(
+        TypeError,
+        match=r"unknown option 'tiemout'; the options are cache, cache_read, .*, deadline, extra_body",
+    ):
         client.with_options(tiemout=1)  # type: ignore[call-arg]
     with pytest.raises(ValueError, match=r"retry: max_backoff \(1\) must not be below initial_backoff \(2\)"):
         RetryPolicy(initial_backoff=2, max_backoff=1)

@@ -19,7 +19,14 @@ from wrapper.scale import AsyncScale, Scale
 
 SCALE_MODEL, GRADIENT_MODEL = "llama-3-8b-instruct", "nous-hermes2"
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-JSON_TYPES = {"string": str, "integer": int, "array": list, "object": dict, "null": type(None)}
+JSON_TYPES = {
+    "string": str,
+    "integer": int,
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+    "null": type(None),
+}
 
 
 def assert_round_trips(result: Completion | CompletionChunk) -> dict[str, Any]:

@@ -548,3 +548,29 @@ def test_the_clients_never_import_opentelemetry(served: Sandbox) -> None:
 def _scale_sync(served: Sandbox) -> Scale:
     scale: Scale = client(served, "scale", "sync")
     return scale
+
+
+@pytest.mark.usefixtures("telemetry")
+async def test_a_cache_hit_is_marked_on_its_span(
+    telemetry: Telemetry, served: Sandbox, mode: str, tmp_path: Path
+) -> None:
+    from wrapper._telemetry import CACHE_HIT
+
+    scale = client(served, "scale", mode, cache=str(tmp_path / "cache.db"))
+    try:
+        for _ in range(2):
+            result = scale.complete(MODELS["scale"], "Alice was", max_tokens=4)
+            if inspect.isawaitable(result):
+                await result
+    finally:
+        closed = scale.close()
+        if inspect.isawaitable(closed):
+            await closed
+    miss, hit = telemetry.finished()
+    assert CACHE_HIT not in (miss.attributes or {})
+    assert hit.attributes is not None
+    assert hit.attributes[CACHE_HIT] is True
+    assert (
+        hit.attributes[gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS]
+        == miss.attributes[gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS]
+    )  # type: ignore[index]

@@ -21,7 +21,7 @@ from wrapper import apis as _apis
 if TYPE_CHECKING:
     from wrapper._core.async_client import AsyncClient
     from wrapper._core.hooks import FORGIVEN_429S, CallHooks, CallInfo, HookFactory
-    from wrapper._core.options import ClientOptions, Options, RequestOptions, RetryPolicy
+    from wrapper._core.options import ClientOptions, Options, RequestOptions, RetryPolicy, StoreLike
     from wrapper._core.raw import (
         AsyncWithRawResponse,
         AsyncWithStreamingResponse,
@@ -78,6 +78,7 @@ __all__ = [
     "Route",
     "Router",
     "Routing",
+    "StoreLike",
     "StreamingResponse",
     "SyncClient",
     "Target",
@@ -116,6 +117,7 @@ _LAZY = {
     "RawResponse": "wrapper._core.raw",
     "RequestOptions": "wrapper._core.options",
     "RetryPolicy": "wrapper._core.options",
+    "StoreLike": "wrapper._core.options",
     "StreamingResponse": "wrapper._core.raw",
     "WithRawResponse": "wrapper._core.raw",
     "AsyncWithRawResponse": "wrapper._core.raw",

@@ -40,6 +40,7 @@ CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 SCOPE = "completion-clients"
 RETRY_EVENT = "retry"
 RETRY_DELAY = "retry.delay"  # seconds; the GenAI conventions define no retry event
+CACHE_HIT = "cache.hit"  # True on a call a response cache answered; the conventions define none
 
 # Explicit bucket boundaries the GenAI conventions advise for their two client histograms.
 DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
@@ -193,6 +194,7 @@ class _Traced(CallHooks):
     """A call being recorded: its span (if a tracer provider is set) and metrics (if a meter provider is)."""
 
     __slots__ = (
+        "_cached",
         "_capture",
         "_context_token",
         "_current_token",
@@ -226,6 +228,7 @@ class _Traced(CallHooks):
         self._metric_attributes = common
         self._capture = os.environ.get(CAPTURE_CONTENT, "").strip().lower() == "true"
         self._texts: list[str] = []
+        self._cached = False
         self._finish_reason: str | None = None
         self._input_tokens: int | None = None
         self._output_tokens: int | None = None
@@ -278,6 +281,10 @@ class _Traced(CallHooks):
     def succeeded(self, completion: Completion | None) -> None:
         if completion is not None:
             self._record(completion)
+
+    def answered(self, completion: Completion | None) -> None:
+        self._cached = True
+        self.succeeded(completion)
 
     def chunk(self, chunk: CompletionChunk) -> None:
         self._record(chunk)
@@ -343,6 +350,8 @@ class _Traced(CallHooks):
             span.set_attribute(gen_ai.GEN_AI_USAGE_INPUT_TOKENS, self._input_tokens)
         if self._output_tokens is not None:
             span.set_attribute(gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS, self._output_tokens)
+        if self._cached:
+            span.set_attribute(CACHE_HIT, True)
         if self._capture and exc is None:
             message: dict[str, Any] = {
                 "role": "assistant",

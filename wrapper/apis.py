@@ -67,10 +67,15 @@ class Api:
     """The keyword argument of stop sequences (None: the API has none)."""
     choices: str | None
     """The keyword argument of the choices the output must be one of (None: the API has none)."""
+    temperature: str | None
+    """The keyword argument of the sampling temperature (None: the API has none, and is taken to sample)."""
     streams: bool
     """Whether the API streams tokens (Gradient's does not: ``stream`` yields one chunk)."""
     hooks: tuple[HookFactory, ...]
     """What every call of the API's clients gets, before its options' own (its module gives telemetry's)."""
+    cache_hooks: HookFactory
+    """What a call gets, after its options' hooks, when its options name a response cache (``cache``; its
+    module gives ``wrapper.cache``'s): a call without one never runs the cache's code."""
     model_help: str
     """What the command line says the model argument is."""
     credentials: tuple[Credential, ...]
@@ -106,6 +111,17 @@ class Api:
         """The spec's JSON schema of the keyword argument ``keyword`` (``KeyError`` for another name)."""
         schema: Mapping[str, Any] = _keywords(self.name)[keyword]["schema"]
         return schema
+
+    def samples(self, body: Mapping[str, Any]) -> bool:
+        """Whether a request with this JSON body (as sent) samples: its temperature is above 0, or, when it
+        has none, the spec's server default is; True when neither says (the API's default is unknown)."""
+        if self.temperature is None:
+            return True
+        data = _keywords(self.name)[self.temperature]
+        value = body.get(data["wire"])
+        if value is None:
+            value = data["schema"].get("default")
+        return value is None or value > 0
 
     def arguments_from(self, environ: Mapping[str, str]) -> dict[str, str]:
         """The constructor arguments ``environ`` sets (credentials and base URL), by keyword."""

@@ -21,6 +21,7 @@ from wrapper._core.settings import DefaultClient, lazy_attribute
 from wrapper._core.sync_client import SyncClient
 from wrapper._core.wires.gradient import GradientWire
 from wrapper.apis import Api, Credential
+from wrapper.cache import cached_calls
 
 __all__ = ["API", "DEFAULT_BASE_URL", "AsyncGradient", "Gradient", "GradientParams", "complete", "stream"]
 
@@ -31,8 +32,10 @@ API = Api(
     max_tokens="max_generated_token_count",
     stop=None,
     choices="guidance",
+    temperature="temperature",
     streams=False,
     hooks=(_telemetry.traced,),
+    cache_hooks=cached_calls,
     model_help="the base model slug or fine-tuned model adapter id",
     credentials=(
         Credential("access_token", "GRADIENT_ACCESS_TOKEN"),

@@ -66,6 +66,11 @@ class _CompletionsLLM(BaseLLM):
     """Seconds each attempt may take (None: the client's default)."""
     max_retries: int | None = None
     """How many times the client retries a failed request (None: the client's default)."""
+    response_cache: Any = None
+    """The clients' response cache (their ``cache``: ``wrapper.cache``): an SQLite file's path, a
+    ``redis://`` URL or a store; a hit answers with no request, and the callbacks fire as on a miss
+    (None: none). Not LangChain's own ``cache`` (``set_llm_cache``), which keys on the prompt and this
+    model's fields, not on the request as sent."""
 
     model_config = ConfigDict(populate_by_name=True, arbitrary_types_allowed=True, extra="forbid")
 
@@ -109,7 +114,7 @@ class _CompletionsLLM(BaseLLM):
         raise NotImplementedError
 
     def _options(self) -> dict[str, Any]:
-        return shared.timeout_and_retries(self.timeout, self.max_retries)
+        return shared.options_given(self.timeout, self.max_retries, self.response_cache)
 
     @property
     def _client(self) -> Scale | Gradient:

@@ -78,6 +78,11 @@ class _CompletionsLLM(CustomLLM):
     max_retries: int | None = Field(
         default=None, description="Retries of a failed request (None: the client's)."
     )
+    response_cache: Any = Field(
+        default=None,
+        description="The clients' response cache (their cache=, wrapper.cache): an SQLite file's path, a "
+        "redis:// URL or a store; a hit answers with no request, and the callbacks fire as on a miss.",
+    )
 
     _api_name: ClassVar[str]
     _clients: shared.Clients = PrivateAttr(default_factory=shared.Clients)
@@ -248,7 +253,7 @@ class ScaleLLM(_CompletionsLLM):
             "api_key": self.api_key,
             "account_id": self.account_id,
             "base_url": self.base_url,
-            **shared.timeout_and_retries(self.timeout, self.max_retries),
+            **shared.options_given(self.timeout, self.max_retries, self.response_cache),
         }
 
     @property
@@ -310,7 +315,7 @@ class GradientLLM(_CompletionsLLM):
             "access_token": self.access_token,
             "workspace_id": self.workspace_id,
             "base_url": self.host,
-            **shared.timeout_and_retries(self.timeout, self.max_retries),
+            **shared.options_given(self.timeout, self.max_retries, self.response_cache),
         }
 
     @property

@@ -22,6 +22,7 @@ from wrapper._core.settings import DefaultClient, lazy_attribute
 from wrapper._core.sync_client import SyncClient
 from wrapper._core.wires.scale import ScaleWire
 from wrapper.apis import Api, Credential
+from wrapper.cache import cached_calls
 
 __all__ = ["API", "DEFAULT_BASE_URL", "AsyncScale", "Scale", "ScaleParams", "complete", "stream"]
 
@@ -32,8 +33,10 @@ API = Api(
     max_tokens="max_tokens",
     stop="stop_sequences",
     choices=None,
+    temperature="temperature",
     streams=True,
     hooks=(_telemetry.traced,),
+    cache_hooks=cached_calls,
     model_help="the model deployment id",
     credentials=(
         Credential("api_key", "SGP_API_KEY"),

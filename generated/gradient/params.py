@@ -63,7 +63,7 @@ PROMPT: dict[str, Any] = {"wire": "query", "schema": {"type": "string", "minLeng
 KEYWORDS: dict[str, dict[str, Any]] = {
     "auto_template": {
         "wire": "autoTemplate",
-        "schema": {"type": "boolean", "nullable": True},
+        "schema": {"type": "boolean", "nullable": True, "default": True},
         "reshape": None,
     },
     "guidance": {

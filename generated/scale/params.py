@@ -178,7 +178,7 @@ KEYWORDS: dict[str, dict[str, Any]] = {
     },
     "temperature": {
         "wire": "temperature",
-        "schema": {"type": "number", "minimum": 0, "maximum": 2},
+        "schema": {"type": "number", "minimum": 0, "maximum": 2, "default": 0.2},
         "reshape": None,
     },
     "top_k": {"wire": "top_k", "schema": {"type": "number"}, "reshape": None},

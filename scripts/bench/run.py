@@ -22,6 +22,7 @@ from pathlib import Path
 from _stats import FULL, QUICK, Row, Sizes
 from row_async import async_rows
 from row_batch import batch_rows
+from row_cache import cache_rows
 from row_flight import flight_rows
 from row_import import import_rows
 from row_limits import limit_rows
@@ -52,7 +53,8 @@ def _figure(row: Row, which: str) -> str:
 def _outcome(row: Row) -> tuple[str, str, str]:
     """The ratio (or difference), target and met? cells."""
     if row.compare == "delta":
-        value, target = f"{row.value:+.1f} MB", f"≤ +{row.target:g} MB"
+        unit = "MB" if "MB" in row.unit else "µs"
+        value, target = f"{row.value:+.1f} {unit}", f"≤ +{row.target:g} {unit}"
     elif row.compare == "share":
         value, target = f"{row.value:.1%}", f"≤ {row.target:.0%}"
     elif row.compare == "floor":
@@ -109,6 +111,7 @@ def _groups(server: Server, sizes: Sizes, cpus: set[int] | None) -> dict[str, Ca
         "flight": lambda: _flight(sizes, cpus),
         "limits": lambda: limit_rows(sizes),
         "router": lambda: router_rows(sizes),
+        "cache": lambda: cache_rows(server.url, sizes),
         "tls": lambda: tls_rows(sizes, cpus),
         "shared": lambda: shared_rows(sizes),
         "ray": lambda: _ray(server.url, sizes),
@@ -138,6 +141,7 @@ def main() -> None:
             "flight",
             "limits",
             "router",
+            "cache",
             "tls",
             "shared",
             "ray",

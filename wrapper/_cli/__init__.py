@@ -1,4 +1,5 @@
-"""``python -m wrapper``: ``complete`` one prompt, ``batch`` a JSONL file resumably, or run the ``sandbox``.
+"""``python -m wrapper``: ``complete`` one prompt, ``batch`` a JSONL file resumably, show or empty a
+response ``cache``, or run the ``sandbox``.
 
 Exit codes: 0 all done, 1 some prompt failed (or an API error, or a batch stopped because its first
 answers all refused it), 2 a usage error, 3 a batch stopped at its budget, 130 interrupted. The
@@ -20,6 +21,7 @@ from typing import Any
 from wrapper import Options
 from wrapper import apis as _api
 from wrapper._cli._batch_command import Batch, describe, run_batch
+from wrapper._cli._cache_command import run_cache
 from wrapper._cli._inputs import STDIO, InputLineError
 from wrapper._cli._parser import ROUTES, build_parser, credentials, flag_params
 from wrapper._cli._record import Run, Target, host_of
@@ -38,6 +40,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m wrapper") 
 
         return sandbox_main(argv[1:])
     args = build_parser(prog).parse_args(argv)
+    if args.command == "cache":
+        return run_cache(args)
     usage: argparse.ArgumentParser = args.command_parser
     if args.command == "batch" and _same_file(args.input, args.output):
         usage.error(
@@ -176,7 +180,9 @@ def _command(prog: str, argv: list[str], args: argparse.Namespace) -> str:
 def _client(args: argparse.Namespace, *, asynchronous: bool) -> Any:
     """The provider's client (async for a batch) from the flags given, the rest from its env vars."""
     options = {keyword: getattr(args, keyword) for _, keyword, _ in credentials(args.provider)}
-    options.update(base_url=args.base_url, timeout=args.timeout, max_retries=args.max_retries)
+    options.update(
+        base_url=args.base_url, timeout=args.timeout, max_retries=args.max_retries, cache=args.cache
+    )
     options = {name: value for name, value in options.items() if value is not None}
     return _api.get(args.provider).clients()[1 if asynchronous else 0](**options)
 
@@ -185,7 +191,7 @@ def _router(args: argparse.Namespace) -> Any:
     """The async router over the routes of the file given, each client with the flags' timeout and retries."""
     from wrapper.router import AsyncRouter
 
-    options = {"timeout": args.timeout, "max_retries": args.max_retries}
+    options = {"timeout": args.timeout, "max_retries": args.max_retries, "cache": args.cache}
     routes = load_routes(args.model, {k: v for k, v in options.items() if v is not None})
     return AsyncRouter(routes, limit_store=args.limit_store)
 

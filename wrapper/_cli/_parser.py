@@ -1,4 +1,4 @@
-"""The command line's grammar: ``complete`` and ``batch`` per provider, and ``sandbox``."""
+"""The command line's grammar: ``complete`` and ``batch`` per provider, ``cache`` and ``sandbox``."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 
 from wrapper import apis as _api
 from wrapper._cli._batch_command import BUDGET_REACHED, REFUSALS_TO_STOP
+from wrapper._cli._cache_command import add_cache_parser
 from wrapper._cli._routes import ROUTES_HELP
 
 __all__ = ["ROUTES", "build_parser", "credentials", "flag_params"]
@@ -53,6 +54,7 @@ def build_parser(prog: str = "python -m wrapper") -> argparse.ArgumentParser:
         if name == "batch":
             _routes_parser(providers)
         usages.append(_unlabelled(overview.format_usage()))
+    usages.append(f"  {prog} " + add_cache_parser(commands))
     sandbox = commands.add_parser(
         "sandbox", help="serve both APIs locally (python -m wrapper.sandbox)", add_help=False
     )
@@ -102,6 +104,7 @@ def _routes_parser(providers: Any) -> None:
     group.add_argument(
         "--max-retries", type=_natural, metavar="N", help="passes over the routes after the first (2)"
     )
+    group.add_argument("--cache", metavar="PATH|URL", help=CACHE_HELP + " (for every route)")
     params = sub.add_argument_group("generation parameters (defaults for every line)")
     params.add_argument(
         "--max-tokens", type=_integer, metavar="N", help="tokens to generate at most, on every API"
@@ -270,6 +273,13 @@ def _client_args(parser: argparse.ArgumentParser, provider: str) -> None:
         group.add_argument(flag, dest=keyword, metavar=keyword.upper(), help=f"(${env})")
     group.add_argument("--timeout", type=float, metavar="SECONDS", help="per request")
     group.add_argument("--max-retries", type=_natural, metavar="N", help="retries per prompt (2)")
+    group.add_argument("--cache", metavar="PATH|URL", help=CACHE_HELP)
+
+
+CACHE_HELP = (
+    "a response cache: answers kept in this SQLite file (or the Redis at this redis:// URL) are not "
+    "paid for again; what is sent is kept there"
+)
 
 
 def _param_args(parser: argparse.ArgumentParser, provider: str) -> None:

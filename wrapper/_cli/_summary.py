@@ -93,6 +93,8 @@ def print_summary(outcome: Outcome, stream: TextIO, *, command: str | None, retr
             f"{stats.requests_per_minute:.1f} requests/min, {stats.tokens_per_minute:.0f} tokens/min, "
             f"latency p50 {_seconds(stats.latency_p50)}, p95 {_seconds(stats.latency_p95)}"
         )
+    if stats.cache_hits or stats.cache_misses:
+        lines.append(f"cache: {stats.cache_hits} answered from it, {stats.cache_misses} sent")
     budget = outcome.budget
     if outcome.stopped == "budget" and budget is not None:
         lines.append(

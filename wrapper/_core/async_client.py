@@ -8,14 +8,22 @@ import functools
 import importlib
 import math
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Self, cast
 
 import httpx
 
 from . import sse
-from .client import ClientCore, chunks_failed, is_event_stream, stream_failed, target_request
+from .client import (
+    ClientCore,
+    answered_completion,
+    chunks_failed,
+    is_event_stream,
+    replayed,
+    stream_failed,
+    target_request,
+)
 from .error_mapping import invalid
 from .headers import user_agent
 from .options import Options
@@ -119,8 +127,9 @@ class AsyncClient(ClientCore):
         """The async ``SyncClient.call``: ``complete`` with its keyword arguments split already."""
         with self._attempts(options, model, prompt, params, stream=False) as attempts:
             request = attempts.request = self._build(model, prompt, params, options, stream=False)
-            result = await arun(lambda _: self._send(request, attempts), attempts)
-            if attempts.hooks:
+            answered = None if RAW.get() else answered_completion  # a cache has no HTTP response to give
+            result = await arun(lambda _: self._send(request, attempts), attempts, answered)
+            if attempts.hooks and not attempts.was_answered:
                 await attempts.asucceeded(result.parse() if isinstance(result, RawResponse) else result)
             return cast("Completion", result)  # a RawResponse inside with_raw_response
 
@@ -148,7 +157,9 @@ class AsyncClient(ClientCore):
         from .streams import AsyncCompletionStream
 
         request, attempts = self._stream_call(model, prompt, kwargs)
-        return AsyncCompletionStream(_streamed(attempts, lambda _, made: self._opening(request, made, None)))
+        return AsyncCompletionStream(
+            _streamed(attempts, lambda _, made: self._opening(request, made, None), self.API.streams)
+        )
 
     async def _opening(self, request: Request, attempts: Attempts, route: str | None) -> Opened:
         """One attempt at a stream's opening (an API that does not stream: its completion as one chunk)."""
@@ -217,6 +228,12 @@ class AsyncClient(ClientCore):
             await response.aclose()
 
 
+async def _replay(chunks: list[CompletionChunk]) -> AsyncGenerator[CompletionChunk]:
+    """A replayed stream's chunks after its first."""
+    for chunk in chunks:
+        yield chunk
+
+
 async def _none() -> AsyncGenerator[CompletionChunk]:
     """No more chunks (an API that does not stream sent its one)."""
     return
@@ -230,17 +247,24 @@ async def _routed(chunks: AsyncGenerator[CompletionChunk], route: str) -> AsyncG
 
 
 async def _streamed(
-    attempts: Callable[[], Attempts], opening: Callable[[Target | None, Attempts], Awaitable[Opened]]
+    attempts: Callable[[], Attempts],
+    opening: Callable[[Target | None, Attempts], Awaitable[Opened]],
+    streams: bool,
 ) -> AsyncGenerator[httpx.Response | CompletionChunk, None]:
     """A stream's response, then its chunks; ``aclose()`` closes the connection.
 
     Everything up to the first chunk is one attempt, retried as any failed request is (nothing
-    reached the caller yet); after it, never.
+    reached the caller yet); after it, never. A stream a hook answered (a cache's hit) is replayed.
     """
     with attempts() as made:
-        response, first, chunks = await arun(lambda target: opening(target, made), made)
+
+        def replay(given: Completion | Sequence[CompletionChunk], target: Target | None) -> Opened:
+            response, first, rest = replayed(given, target, made, streams)
+            return response, first, _replay(rest)
+
+        response, first, chunks = await arun(lambda target: opening(target, made), made, replay)
         made.opened()
-        if made.hooks:
+        if made.hooks and not made.was_answered:
             await made.asucceeded(None)
         try:
             yield response
@@ -266,8 +290,9 @@ async def acomplete_routed(routing: Picks, prompt: str) -> Completion:
             client: AsyncClient = target.client
             return await client._send(attempts.request, attempts, target.route)
 
-        result = await arun(attempt, attempts)
-        if attempts.hooks:
+        answered = None if RAW.get() else answered_completion
+        result = await arun(attempt, attempts, answered)
+        if attempts.hooks and not attempts.was_answered:
             await attempts.asucceeded(result.parse() if isinstance(result, RawResponse) else result)
         return cast("Completion", result)
 
@@ -287,4 +312,4 @@ def astream_routed(routing: Picks, prompt: str) -> AsyncCompletionStream:
     attempts = functools.partial(
         Attempts, routing.options, stream=True, routing=routing, prompt=prompt, build=build
     )
-    return AsyncCompletionStream(_streamed(attempts, opening))
+    return AsyncCompletionStream(_streamed(attempts, opening, streams=True))

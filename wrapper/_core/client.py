@@ -19,8 +19,8 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Self, Unpack
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Self, Unpack, cast
 
 import httpx
 
@@ -44,9 +44,17 @@ from .validate import check_encodable
 if TYPE_CHECKING:
     from wrapper.apis import Api
 
-    from .results import Completion
+    from .results import Completion, CompletionChunk
 
-__all__ = ["ClientCore", "chunks_failed", "is_event_stream", "stream_failed", "target_request"]
+__all__ = [
+    "ClientCore",
+    "answered_completion",
+    "chunks_failed",
+    "is_event_stream",
+    "replayed",
+    "stream_failed",
+    "target_request",
+]
 
 logger = logging.getLogger("wrapper")
 
@@ -77,6 +85,31 @@ def target_request(target: Target, *, prompt: str, stream: bool) -> Request:
     """A routed call's request to ``target`` (``Attempts.build``), its arguments checked now."""
     client: ClientCore = target.client
     return client._build(target.model, prompt, target.params, target.options, stream=stream)
+
+
+def answered_completion(given: Completion | Sequence[CompletionChunk], target: Target | None) -> Completion:
+    """The completion a hook answered a call with (a cache's hit), carrying a routed call's route."""
+    completion = cast("Completion", given)
+    return completion if target is None else routed(completion, target.route)
+
+
+def replayed(
+    given: Completion | Sequence[CompletionChunk], target: Target | None, attempts: Attempts, streams: bool
+) -> tuple[httpx.Response, CompletionChunk, list[CompletionChunk]]:
+    """A stream a hook answered (a cache's hit): a stand-in for its response (a ``Response`` of the client's
+    HTTP library: status 200, the request, the ``x-request-id`` the chunks came with), its first chunk and
+    the others."""
+    chunks = list(cast("Sequence[CompletionChunk]", given))
+    if target is not None:
+        chunks = [routed(chunk, target.route) for chunk in chunks]
+        streams = target.client.API.streams
+    request = attempts.request
+    assert request is not None
+    headers = [("content-type", "text/event-stream" if streams else "application/json")]
+    if chunks[0].request_id is not None:
+        headers.append(("x-request-id", chunks[0].request_id))
+    response = request.library.Response(200, headers=headers, request=request.as_httpx())
+    return response, chunks[0], chunks[1:]
 
 
 def chunks_failed(response: httpx.Response, exc: Exception, options: Options) -> Exception:
@@ -169,7 +202,7 @@ class ClientCore:
 
     def with_options(self, **options: Unpack[RequestOptions]) -> Self:
         """A copy with other request options, sharing this client's connection pool; ``extra_*`` add to
-        this client's. ``ValueError`` names a bad or unknown option.
+        this client's. ``ValueError`` names a bad option, ``TypeError`` an unknown one.
 
         Closing the copy (or leaving its ``with`` block) closes the copy alone: the pool stays open for
         this client and its other copies, until this client is closed.
@@ -197,11 +230,11 @@ class ClientCore:
         self, options: Options, model: str, prompt: str, params: Mapping[str, Any], *, stream: bool
     ) -> Attempts:
         """A call's attempts, with the hooks its options' factories give it."""
-        if not options.hooks:
+        if not options.hooks and options.cache is None:
             return Attempts(options, stream=stream)
         started = time.monotonic()
         deadline = None if options.deadline is None else started + options.deadline
-        hooks = hooks_of(options, CallInfo(self, model, prompt, params, stream, None, deadline))
+        hooks = hooks_of(options, CallInfo(self, model, prompt, params, stream, None, deadline, options))
         return Attempts(options, hooks, stream=stream, started=started)
 
     def _stream_call(

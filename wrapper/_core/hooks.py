@@ -11,7 +11,7 @@ rate limit, log each retry.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -41,19 +41,24 @@ class CallInfo:
     stream: bool
     route: str | None = None
     deadline: float | None = None
+    options: Any = None
+    """The options in force for the call (``wrapper.Options``: the client's, with the call's on top)."""
 
 
 @dataclasses.dataclass(eq=False, repr=False)
 class CallHooks:
     """What an extra adds to one call: override the hooks you need (each does nothing here).
 
-    In order: ``before()`` before each attempt (wait for a turn here, or raise to end the call), then
+    In order: ``answer(url, body)`` once, before any attempt (an answer given there, a response cache's,
+    is the call's: no attempt is made, and every hook's ``answered(completion)`` is called instead of
+    the attempts' hooks); ``before()`` before each attempt (wait for a turn here, or raise
+    to end the call), then
     ``succeeded(completion)`` or ``failed(error)`` after it; ``retrying(error, retry, delay)`` when a
     failure is to be retried after ``delay`` seconds; ``chunk(chunk)`` for each chunk a stream yields;
     ``finished(error)`` once at the end, with the exception that ended the call (None when it
     completed, a ``GeneratorExit`` for a stream closed early). ``active()`` is a context the call runs
-    in: all of a ``complete``, a stream's opening. Async clients call ``abefore``, ``asucceeded`` and
-    ``afailed``, which may await and by default call the plain hooks.
+    in: all of a ``complete``, a stream's opening. Async clients call ``aanswer``, ``abefore``,
+    ``asucceeded`` and ``afailed``, which may await and by default call the plain hooks.
 
     ``failed`` returning True retries the failure without spending one of ``max_retries`` (the batch
     does so for a 429 met at its own pace, whose limiter slows down for it), as long as the error is
@@ -64,6 +69,17 @@ class CallHooks:
 
     call: CallInfo
     """The call these hooks are for."""
+
+    def answer(self, url: str, body: bytes) -> Completion | Sequence[CompletionChunk] | None:
+        """Before the first attempt (of a routed call: of each route's): the call's answer without
+        sending the request (``url``, the JSON ``body``), as a response cache gives it (a stream's: its
+        chunks), or None to send it. A completion given here is what the call returns; ``succeeded``
+        and ``finished`` follow as after an attempt."""
+        return None
+
+    def answered(self, completion: Completion | None) -> None:
+        """The call was answered without an attempt (a hook's ``answer``, a cache hit): its completion
+        (None for a stream, whose chunks follow). ``before``, ``succeeded`` and ``failed`` are not called."""
 
     def before(self) -> None:
         """Before each attempt."""
@@ -87,6 +103,9 @@ class CallHooks:
     def active(self) -> AbstractContextManager[object]:
         """The context the call's attempts run in (a trace's current span, say)."""
         return nullcontext()
+
+    async def aanswer(self, url: str, body: bytes) -> Completion | Sequence[CompletionChunk] | None:
+        return self.answer(url, body)
 
     async def abefore(self) -> None:
         self.before()

@@ -4,7 +4,8 @@ winning, and every default a client starts from.
 ``Options`` travels as one value from the call to the transport: each attempt's timeouts, the
 retries, the deadline of the whole call, a stream's idle timeout, extra headers, query parameters
 and body fields merged into the request (``extra_body``: the way to send a field the vendor shipped
-before the next ``make regen``), and the call's hooks (``wrapper.CallHooks``). ``Options.split`` is
+before the next ``make regen``), the call's hooks (``wrapper.CallHooks``) and its response cache
+(``cache``, read and written by ``wrapper.cache``'s hooks). ``Options.split`` is
 the one place a call's keyword arguments are split into the request's parameters and its options,
 merged over a client's and checked. ``RequestOptions`` is their keyword form, for typing;
 ``ClientOptions`` what the clients' constructors take besides credentials; ``RetryPolicy`` the value
@@ -19,9 +20,10 @@ import dataclasses
 import inspect
 import json
 import math
+import os
 import random
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypedDict, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypedDict, TypeVar, cast
 
 import httpx
 
@@ -44,6 +46,7 @@ __all__ = [
     "Options",
     "RequestOptions",
     "RetryPolicy",
+    "StoreLike",
     "Timeout",
     "checked_limits",
     "constructor_signature",
@@ -154,6 +157,14 @@ class RetryPolicy:
         return backoff * (1.0 - self.jitter * random.random())
 
 
+class StoreLike(Protocol):
+    """What the ``cache`` option takes besides a path or URL: a store (``wrapper.cache.Store``)."""
+
+    def load(self, key: str) -> bytes | None: ...
+
+    def save(self, key: str, value: bytes) -> None: ...
+
+
 class _Policy(TypedDict, total=False):
     """The options a client's constructor, ``with_options`` and each call all take."""
 
@@ -171,6 +182,16 @@ class _Policy(TypedDict, total=False):
     """The longest wait for a stream's next piece once its response has begun (None: the read timeout)."""
     hooks: Sequence[HookFactory] | None
     """Hook factories added to the client's, each called once per call (``wrapper.CallHooks``)."""
+    cache: str | os.PathLike[str] | StoreLike | None
+    """A response cache (``wrapper.cache``): an SQLite file's path, a ``redis://`` URL or a store (None:
+    none, the default; on a call, none for that call)."""
+    cache_read: bool
+    """Whether a call may be answered from the cache (False: refresh, its answer replaces the entry)."""
+    cache_write: bool
+    """Whether a call's answer is stored in the cache."""
+    cache_sample: int
+    """Which sample of a request that samples the call is, in the cache's key (default 0: ``complete_many``
+    numbers identical prompts itself, so that n of them are n samples)."""
 
 
 class RequestOptions(_Policy, total=False):
@@ -281,6 +302,29 @@ def _hooks(value: object) -> tuple[HookFactory, ...]:
     return tuple(value)
 
 
+def _cache(value: object) -> object:
+    if value is None or (isinstance(value, str | os.PathLike) and str(value)):
+        return value
+    if callable(getattr(value, "load", None)) and callable(getattr(value, "save", None)):
+        return value  # a store (wrapper.cache.Store, or one of its kind)
+    raise ValueError(  # the value is not shown: a Redis URL may hold a password
+        "cache must be a string or a path (an SQLite file's path, a redis:// URL) or a store from "
+        f"wrapper.cache; got {type(value).__name__}"
+    )
+
+
+def _flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False; got {value!r}")
+    return value
+
+
+def _sample(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"cache_sample must be an integer >= 0; got {value!r}")
+    return value
+
+
 def _headers(value: object) -> dict[str, str]:
     if value is None:
         return {}
@@ -299,6 +343,10 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "extra_query": _query,
     "extra_body": _body,
     "hooks": _hooks,
+    "cache": _cache,
+    "cache_read": lambda value: _flag("cache_read", value),
+    "cache_write": lambda value: _flag("cache_write", value),
+    "cache_sample": _sample,
 }
 _MERGED = ("extra_headers", "extra_query", "extra_body")
 
@@ -316,17 +364,22 @@ class Options:
     extra_query: Query = dataclasses.field(default_factory=dict)
     extra_body: Mapping[str, object] = dataclasses.field(default_factory=dict)
     hooks: tuple[HookFactory, ...] = ()
+    cache: object = None
+    cache_read: bool = True
+    cache_write: bool = True
+    cache_sample: int = 0
 
     def merged(self, given: Mapping[str, Any]) -> Options:
         """These options with ``given`` on top, each checked (``ValueError`` naming it); ``extra_*`` merge
-        key by key and ``hooks`` add to these. An unknown name is a ``ValueError`` listing the options."""
+        key by key and ``hooks`` add to these. An unknown name is a ``TypeError`` listing the options, as
+        Python's for a function's unexpected keyword (and as a call's unknown keyword is)."""
         if not given:
             return self
         changes: dict[str, Any] = {}
         for name, value in given.items():
             check = _CHECKS.get(name)
             if check is None:
-                raise ValueError(f"unknown option {name!r}; the options are {', '.join(sorted(NAMES))}")
+                raise TypeError(f"unknown option {name!r}; the options are {', '.join(sorted(NAMES))}")
             value = check(value)
             if name in _MERGED:
                 value = {**cast(Mapping[str, Any], getattr(self, name)), **value}

@@ -116,6 +116,7 @@ class _Result:
     parsed from the response (or stream event), built the first time it is read. ``headers`` and
     ``request_id`` describe the HTTP response the result came in (a stream's chunks share theirs).
     ``route`` names the route that served it when a router (``wrapper.router``) sent the call, else None.
+    ``cached`` is True for a result a response cache (``wrapper.cache``) gave instead of the server.
     """
 
     text: str
@@ -128,6 +129,7 @@ class _Result:
     )
     _headers: ResponseHeaders = attrs.field(default=NO_HEADERS, eq=False, repr=False, alias="headers")
     route: str | None = attrs.field(default=None, eq=False, repr=False, kw_only=True)
+    cached: bool = attrs.field(default=False, eq=False, repr=False, kw_only=True)
 
     @property
     def headers(self) -> Mapping[str, str]:
@@ -153,7 +155,8 @@ class _Result:
 
         Keys: ``text``, ``finish_reason``, ``prompt_tokens``, ``response_tokens``, ``logprobs`` (None,
         or a list of ``{"token", "logprob", "top_logprobs": [{"token", "logprob"}, ...]}``),
-        ``request_id``, ``route`` (the router's route that served it, or None), ``raw`` (the generated
+        ``request_id``, ``route`` (the router's route that served it, or None), ``cached`` (whether a
+        response cache gave it), ``raw`` (the generated
         model's own ``to_dict()``: the body as the API sent it) and ``raw_type`` (the generated class
         ``raw`` is rebuilt with, as ``generated.<api>.models.<Class>`` whichever version wrote it).
         Headers are left out: they describe one HTTP exchange (dates, cookies, rate-limit counters), not
@@ -168,6 +171,7 @@ class _Result:
             "logprobs": None if self.logprobs is None else [lp.to_dict() for lp in self.logprobs],
             "request_id": self.request_id,
             "route": self.route,
+            "cached": self.cached,
             "raw": raw.to_dict(),
             "raw_type": _raw_type(type(raw)),
         }
@@ -184,7 +188,7 @@ class _Result:
         field that is missing or of the wrong type.
 
         ``raw`` is rebuilt now by its generated class; ``headers`` hold only the ``x-request-id`` the
-        dict kept. ``route`` may be missing (a dict written before results had it).
+        dict kept. ``route`` and ``cached`` may be missing (a dict written before results had them).
         """
         where = f"{cls.__name__}.from_dict"
         if not isinstance(data, Mapping):
@@ -195,6 +199,7 @@ class _Result:
         response_tokens = _field(data, "response_tokens", int, where)
         request_id = _field(data, "request_id", str, where)
         route = _field(data, "route", str, where) if "route" in data else None
+        cached = _field(data, "cached", bool, where, optional=False) if "cached" in data else False
         raw = _field(data, "raw", Mapping, where, optional=False)
         logprobs = _field(data, "logprobs", list, where)
         headers = (
@@ -209,10 +214,11 @@ class _Result:
             raw=_raw_model(_field(data, "raw_type", str, where, optional=False), raw, where),
             headers=headers,
             route=route,
+            cached=cached,
         )
 
 
-_KINDS = {str: "a string", int: "an integer", list: "a list", Mapping: "a mapping"}
+_KINDS = {str: "a string", int: "an integer", bool: "true or false", list: "a list", Mapping: "a mapping"}
 
 
 def _field(data: Mapping[str, Any], name: str, kind: type, where: str, *, optional: bool = True) -> Any:
@@ -305,6 +311,7 @@ def whole(completion: Completion) -> CompletionChunk:
         raw=completion._raw,
         headers=completion._headers,
         route=completion.route,
+        cached=completion.cached,
     )
 
 

@@ -82,8 +82,9 @@ async def asleep(seconds: float) -> None:
 
 
 def hooks_of(options: Options, call: CallInfo) -> list[CallHooks]:
-    """The hooks ``options``' factories give ``call``."""
-    return [hook for factory in options.hooks if (hook := factory(call)) is not None]
+    """The hooks ``options``' factories give ``call``, then its API's response cache's if they name one."""
+    factories = options.hooks if options.cache is None else (*options.hooks, call.client.API.cache_hooks)
+    return [hook for factory in factories if (hook := factory(call)) is not None]
 
 
 class Attempts:
@@ -102,6 +103,7 @@ class Attempts:
     """
 
     __slots__ = (
+        "_asked",
         "_contexts",
         "_cut",
         "_forgiven_pass",
@@ -119,6 +121,7 @@ class Attempts:
         "retries",
         "started",
         "target",
+        "was_answered",
     )
 
     def __init__(
@@ -149,6 +152,8 @@ class Attempts:
         self._forgiven_pass = True  # whether the hooks forgave every failure of this pass
         self._cut: float | None = None  # the time left the last attempt's timeouts were cut to
         self._contexts: ExitStack | None = None
+        self._asked = False  # whether the hooks (of this visit, when routed) were asked for an answer
+        self.was_answered = False  # a hook answered: no attempt was made
 
     def __enter__(self) -> Self:
         return self
@@ -175,6 +180,7 @@ class Attempts:
 
     def _end_visit(self, error: BaseException | None) -> None:
         self.opened()
+        self._asked = False
         hooks, self.hooks = self.hooks, ()
         for hook in hooks:
             hook.finished(error)
@@ -228,7 +234,14 @@ class Attempts:
         self.request = self.build(target)
         self.target = target
         call = CallInfo(
-            target.client, target.model, self._prompt, target.params, self._stream, target.route, self._due()
+            target.client,
+            target.model,
+            self._prompt,
+            target.params,
+            self._stream,
+            target.route,
+            self._due(),
+            target.options,
         )
         self.hooks = hooks_of(target.options, call)
         if self.hooks:
@@ -239,6 +252,45 @@ class Attempts:
         """When the deadline passes, on ``time.monotonic()``'s clock (None: no deadline)."""
         deadline = self.options.deadline
         return None if deadline is None else self.started + deadline
+
+    def _asking(self) -> list[CallHooks]:
+        """The hooks to ask for an answer now: once a visit, before its first attempt (``next()`` has
+        entered their contexts), those that can give one (that override ``answer`` or ``aanswer``)."""
+        if self._asked or not self.hooks:
+            return []
+        self._asked = True
+        answer, aanswer = CallHooks.answer, CallHooks.aanswer
+        return [
+            hook
+            for hook in self.hooks
+            if type(hook).answer is not answer or type(hook).aanswer is not aanswer
+        ]
+
+    def answer(self) -> Completion | Sequence[CompletionChunk] | None:
+        """The hooks' answer to the call (a cache's hit), asked once before its first attempt (a routed
+        call's: each visit's); every hook is told of it (``answered``). None: make the attempt."""
+        for hook in self._asking():
+            assert self.request is not None
+            given = hook.answer(self.request.url, self.request.content)
+            if given is not None:
+                self._answered(given)
+                return given
+        return None
+
+    async def aanswer(self) -> Completion | Sequence[CompletionChunk] | None:
+        for hook in self._asking():
+            assert self.request is not None
+            given = await hook.aanswer(self.request.url, self.request.content)
+            if given is not None:
+                self._answered(given)
+                return given
+        return None
+
+    def _answered(self, given: Completion | Sequence[CompletionChunk]) -> None:
+        self.was_answered = True
+        completion = None if isinstance(given, Sequence) else given
+        for hook in self.hooks:
+            hook.answered(completion)
 
     def went(self) -> None:
         """The attempt goes, its hooks' ``before`` done: counted, unless they waited past the deadline."""
@@ -406,14 +458,21 @@ def retry_or_raise(error: APIError, retries: int, max_retries: int, policy: Retr
     return delay
 
 
-def run(attempt: Callable[[Target | None], T], attempts: Attempts) -> T:
-    """``attempt(target)`` until it returns, as ``attempts`` says."""
+def run(
+    attempt: Callable[[Target | None], T],
+    attempts: Attempts,
+    answered: Callable[[Completion | Sequence[CompletionChunk], Target | None], T] | None = None,
+) -> T:
+    """``attempt(target)`` until it returns, as ``attempts`` says; or, with ``answered``, what it makes of
+    the hooks' answer, when one gives it before the first attempt (of each target, when routed)."""
     try:
         while True:
             target = attempts.next()
             if type(target) is float:
                 sleep(target)
                 continue
+            if answered is not None and (given := attempts.answer()) is not None:
+                return answered(given, target)  # type: ignore[arg-type]
             for hook in attempts.hooks:
                 hook.before()
             attempts.went()
@@ -431,14 +490,20 @@ def run(attempt: Callable[[Target | None], T], attempts: Attempts) -> T:
         raise attempts.too_late(passed) from passed.__cause__
 
 
-async def arun(attempt: Callable[[Target | None], Awaitable[T]], attempts: Attempts) -> T:
-    """``await attempt(target)`` until it returns, as ``attempts`` says."""
+async def arun(
+    attempt: Callable[[Target | None], Awaitable[T]],
+    attempts: Attempts,
+    answered: Callable[[Completion | Sequence[CompletionChunk], Target | None], T] | None = None,
+) -> T:
+    """``await attempt(target)`` until it returns, as ``attempts`` says (``answered``: as ``run``'s)."""
     try:
         while True:
             target = attempts.next()
             if type(target) is float:
                 await asleep(target)
                 continue
+            if answered is not None and (given := await attempts.aanswer()) is not None:
+                return answered(given, target)  # type: ignore[arg-type]
             for hook in attempts.hooks:
                 await hook.abefore()
             attempts.went()

@@ -34,6 +34,7 @@ def _joined(texts: list[str], last: CompletionChunk | None) -> Completion:
         raw=last._raw,
         headers=last._headers,
         route=last.route,
+        cached=last.cached,
     )
 
 

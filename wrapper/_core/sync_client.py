@@ -7,13 +7,21 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self, cast
 
 import httpx
 
 from . import sse
-from .client import ClientCore, chunks_failed, is_event_stream, stream_failed, target_request
+from .client import (
+    ClientCore,
+    answered_completion,
+    chunks_failed,
+    is_event_stream,
+    replayed,
+    stream_failed,
+    target_request,
+)
 from .error_mapping import invalid
 from .options import Options
 from .raw import RAW, RawResponse, WithRawResponse, WithStreamingResponse
@@ -99,8 +107,9 @@ class SyncClient(ClientCore):
         """
         with self._attempts(options, model, prompt, params, stream=False) as attempts:
             request = attempts.request = self._build(model, prompt, params, options, stream=False)
-            result = run(lambda _: self._send(request, attempts), attempts)
-            if attempts.hooks:
+            answered = None if RAW.get() else answered_completion  # a cache has no HTTP response to give
+            result = run(lambda _: self._send(request, attempts), attempts, answered)
+            if attempts.hooks and not attempts.was_answered:
                 attempts.succeeded(result.parse() if isinstance(result, RawResponse) else result)
             return cast("Completion", result)  # a RawResponse inside with_raw_response
 
@@ -144,7 +153,9 @@ class SyncClient(ClientCore):
         from .streams import CompletionStream
 
         request, attempts = self._stream_call(model, prompt, kwargs)
-        return CompletionStream(_streamed(attempts, lambda _, made: self._opening(request, made, None)))
+        return CompletionStream(
+            _streamed(attempts, lambda _, made: self._opening(request, made, None), self.API.streams)
+        )
 
     def _opening(self, request: Request, attempts: Attempts, route: str | None) -> Opened:
         """One attempt at a stream's opening (an API that does not stream: its completion as one chunk)."""
@@ -221,17 +232,23 @@ def _routed(chunks: Iterator[CompletionChunk], route: str) -> Generator[Completi
 
 
 def _streamed(
-    attempts: Callable[[], Attempts], opening: Callable[[Target | None, Attempts], Opened]
+    attempts: Callable[[], Attempts], opening: Callable[[Target | None, Attempts], Opened], streams: bool
 ) -> Generator[httpx.Response | CompletionChunk, None, None]:
     """A stream's response, then its chunks; closing the generator closes the connection.
 
     Everything up to the first chunk is one attempt, retried as any failed request is (nothing
-    reached the caller yet); after it, never.
+    reached the caller yet); after it, never. A stream a hook answered (a cache's hit) is replayed.
     """
     with attempts() as made:
-        response, first, chunks = run(lambda target: opening(target, made), made)
+
+        def replay(given: Completion | Sequence[CompletionChunk], target: Target | None) -> Opened:
+            response, first, rest = replayed(given, target, made, streams)
+            return response, first, iter(rest)
+
+        response, first, chunks = run(lambda target: opening(target, made), made, replay)
         made.opened()
-        made.succeeded(None)
+        if not made.was_answered:
+            made.succeeded(None)
         try:
             yield response
             yield made.chunk(first)
@@ -255,8 +272,9 @@ def complete_routed(routing: Picks, prompt: str) -> Completion:
             client: SyncClient = target.client
             return client._send(attempts.request, attempts, target.route)
 
-        result = run(attempt, attempts)
-        if attempts.hooks:
+        answered = None if RAW.get() else answered_completion
+        result = run(attempt, attempts, answered)
+        if attempts.hooks and not attempts.was_answered:
             attempts.succeeded(result.parse() if isinstance(result, RawResponse) else result)
         return cast("Completion", result)
 
@@ -276,4 +294,4 @@ def stream_routed(routing: Picks, prompt: str) -> CompletionStream:
     attempts = functools.partial(
         Attempts, routing.options, stream=True, routing=routing, prompt=prompt, build=build
     )
-    return CompletionStream(_streamed(attempts, opening))
+    return CompletionStream(_streamed(attempts, opening, streams=True))

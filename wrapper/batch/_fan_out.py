@@ -119,7 +119,7 @@ class _FanOut(_Batch):
         self.names = list(completes)
         self.sends = [_routed(complete) for complete in completes.values()]
         self._numbers = {name: number for number, name in enumerate(self.names)}
-        super().__init__(self.sends[0], _Counted, budget)
+        super().__init__(self.sends[0], _Counted, budget, cached=True)
 
     def job(self, job: TargetJob) -> Job:
         """A target's job as this batch numbers it."""
@@ -130,7 +130,10 @@ class _FanOut(_Batch):
         return index * len(self.names) + number, prompt, params
 
     def sender(self, job: Job) -> Send:
-        return self.sends[job[0] % len(self.names)]
+        return self.sends[self.target(job)]
+
+    def target(self, job: Job) -> int:
+        return job[0] % len(self.names)
 
     def result(
         self, index: int, completion: Completion | None = None, error: APIError | None = None

@@ -40,6 +40,7 @@ RESULT_FIELDS = (
     "logprobs",
     "request_id",
     "route",
+    "cached",
     "error",
 )
 """The fields every result has beside ``index``: a completion's, and ``error`` (None on a success)."""
@@ -76,6 +77,7 @@ def completion_fields(completion: Completion) -> dict[str, Any]:
         "logprobs": None if logprobs is None else [logprob.to_dict() for logprob in logprobs],
         "request_id": completion.request_id,
         "route": completion.route,
+        "cached": completion.cached,
         "error": None,
     }
 

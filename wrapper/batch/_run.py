@@ -17,6 +17,8 @@ import asyncio
 import contextlib
 import contextvars
 import functools
+import hashlib
+import json
 import threading
 import time
 from collections.abc import (
@@ -234,7 +236,7 @@ def complete_with(
     """
     given = _unpaced(_batch_options(kwargs))
     _check_arguments(prompts, given["concurrency"], given["budget"])
-    batch = _Batch(_routed(complete), _Counted, given["budget"])
+    batch = _Batch(_routed(complete), _Counted, given["budget"], cached=True)
     return BatchIterator(_run(batch, _numbered(prompts, kwargs), *_window(given)), batch.tally)
 
 
@@ -257,7 +259,7 @@ def acomplete_with(
     router's ``complete``), prompts from an iterable or an async iterable."""
     given = _unpaced(_batch_options(kwargs))
     _check_arguments(prompts, given["concurrency"], given["budget"])
-    batch = _Batch(_routed(complete), _Counted, given["budget"])
+    batch = _Batch(_routed(complete), _Counted, given["budget"], cached=True)
     return AsyncBatchIterator(_arun(batch, _jobs(prompts, kwargs), *_window(given)), batch.tally)
 
 
@@ -281,7 +283,7 @@ def acomplete_jobs(
         if limiter is not None:
             raise ValueError("a router paces each route to its own limits: pass no limiter")
         _unpaced(given)
-        batch = _Batch(_routed(cast("AsyncCompleter", client).complete), _Counted, budget)
+        batch = _Batch(_routed(cast("AsyncCompleter", client).complete), _Counted, budget, cached=True)
     else:
         if limiter is None:
             limiter = _limiter(client, model, given)
@@ -289,7 +291,7 @@ def acomplete_jobs(
             raise ValueError(f"pass {'/'.join(_LIMITS)} or a limiter, not both")
         options = cast("AsyncClient", client).options
         hooks = functools.partial(_APaced, limiter, options.retry)
-        batch = _Batch(_calls(client, model, options), hooks, budget)
+        batch = _Batch(_calls(client, model, options), hooks, budget, cached=options.cache is not None)
     return AsyncBatchIterator(_arun(batch, jobs, *_window(given)), batch.tally)
 
 
@@ -309,7 +311,8 @@ def _paced(
     _check_arguments(prompts, given["concurrency"], given["budget"])
     params, options = client.options.split(kwargs)
     paced = functools.partial(hooks, _limiter(client, model, given), options.retry)
-    return _Batch(_calls(client, model, options), paced, given["budget"]), params, given
+    batch = _Batch(_calls(client, model, options), paced, given["budget"], cached=options.cache is not None)
+    return batch, params, given
 
 
 def _window(given: BatchOptions) -> tuple[int, bool, bool]:
@@ -404,11 +407,12 @@ class _Prompt:
     """One prompt's attempts so far, over every call made for it (a router makes one per route), and the
     tokens it booked with the batch's budget (None: not admitted yet)."""
 
-    __slots__ = ("booked", "sent")
+    __slots__ = ("booked", "cache_missed", "sent")
 
     def __init__(self) -> None:
         self.sent = 0
         self.booked: int | None = None
+        self.cache_missed = False
 
 
 class _Batch:
@@ -420,6 +424,8 @@ class _Batch:
         send: Send,
         hooks: Callable[[_Batch, _Prompt, CallInfo], CallHooks],
         budget: Budget | None = None,
+        *,
+        cached: bool,
     ) -> None:
         self.send = send
         self.hooks = hooks
@@ -427,10 +433,30 @@ class _Batch:
         self.tally = Tally()
         self.stop = threading.Event()
         self.context = contextvars.copy_context()  # the caller's: its current span is each prompt's parent
+        self.samples: dict[bytes, int] | None = {} if cached else None
+
+    def numbered(self, job: Job) -> Job:
+        """``job``, with a response cache: the n-th identical prompt (same parameters) so far is the cache's
+        sample n (``cache_sample``), so that n identical prompts that sample are n samples, the same n on
+        a re-run. Numbered in input order, as the jobs are read; each distinct prompt costs a digest."""
+        if self.samples is None:
+            return job
+        index, prompt, params = job
+        text = json.dumps(
+            [prompt, params, self.target(job)], sort_keys=True, default=repr, ensure_ascii=False
+        )
+        digest = hashlib.blake2b(text.encode(), digest_size=16).digest()
+        sample = self.samples.get(digest, 0)
+        self.samples[digest] = sample + 1
+        return job if sample == 0 else (index, prompt, {**params, "cache_sample": sample})
 
     def sender(self, job: Job) -> Send:
         """How ``job`` is sent (a fan-out's: to its target)."""
         return self.send
+
+    def target(self, job: Job) -> int:
+        """The number of ``job``'s target (a fan-out's; else 0): samples are numbered per target."""
+        return 0
 
     def complete(self, job: Job, state: _Prompt) -> Any:
         """A job's call (its completion, or an awaitable of it), with the batch's hooks."""
@@ -512,9 +538,23 @@ class _Counted(CallHooks):
             tally.add("rate_limited")
         return True
 
+    def answered(self, completion: Completion | None) -> None:
+        for tally in self.tallies:
+            tally.add("cache_hits")
+
     def finished(self, error: BaseException | None) -> None:
         if self.route is not None and isinstance(error, APIError):
             self.route.failure(type(error).__name__)
+        options = self.call.options
+        if (
+            self.prompt.sent
+            and options is not None
+            and options.cache is not None
+            and not self.prompt.cache_missed
+        ):
+            self.prompt.cache_missed = True  # once a prompt, whatever routes it went to
+            for tally in self.tallies:
+                tally.add("cache_misses")
 
 
 class _Paced(_Counted):
@@ -706,7 +746,7 @@ def _run(
                 and not batch.held_back()
                 and (job := next(pending_jobs, None)) is not None
             ):
-                future = workers.submit(_checked(job))
+                future = workers.submit(batch.numbered(_checked(job)))
                 future.add_done_callback(finished.put)
                 window.add(future, job[0])
             if not window:
@@ -750,7 +790,7 @@ async def _arun(
                 job = await anext(jobs, None) if isinstance(jobs, AsyncGenerator) else next(jobs, None)
                 if job is None:
                     break
-                task = asyncio.create_task(_acomplete(batch, _checked(job)))
+                task = asyncio.create_task(_acomplete(batch, batch.numbered(_checked(job))))
                 task.add_done_callback(finished.put_nowait)
                 window.add(task, job[0])
             if not window:

@@ -29,8 +29,10 @@ class BatchStats:
 
     ``requests`` counts HTTP attempts (first tries and retries), ``rate_limited`` the 429s among
     their answers; ``completed`` and ``failed`` count prompts, ``failures`` the failed ones by error
-    type (``{"InternalServerError": 2}``). Token counts add up what the responses reported. Latency
-    is from sending an attempt to its answer, within 2.5%.
+    type (``{"InternalServerError": 2}``). With a response cache, ``cache_hits`` counts the prompts it
+    answered (no request sent) and ``cache_misses`` those it did not. Token counts add up what the
+    server's responses reported (a cache hit's are not counted: nothing was spent). Latency is from
+    sending an attempt to its answer, within 2.5%.
 
     A router's batch (``wrapper.router``) and a fan-out also have ``routes``: each route's (or
     target's) own figures by its name, for the attempts it was sent (``failed`` and ``failures``: its
@@ -44,6 +46,8 @@ class BatchStats:
     failures: Mapping[str, int] = attrs.field(factory=dict, hash=False)
     retries: int = 0
     rate_limited: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
     elapsed: float = 0.0
     prompt_tokens: int = 0
     response_tokens: int = 0
@@ -72,10 +76,7 @@ class BatchStats:
 
     def to_dict(self) -> dict[str, Any]:
         """The figures as JSON types: the fields, the rates and latencies above, and ``routes`` alike."""
-        figures: dict[str, Any] = {
-            name: getattr(self, name)
-            for name in ("requests", "completed", "failed", "retries", "rate_limited", "elapsed")
-        }
+        figures: dict[str, Any] = {name: getattr(self, name) for name in (*_COUNTED[:-2], "elapsed")}
         figures.update(
             failures=dict(self.failures),
             prompt_tokens=self.prompt_tokens,
@@ -99,24 +100,27 @@ class BatchStats:
         return None
 
 
+_COUNTED = (
+    "requests",
+    "completed",
+    "failed",
+    "retries",
+    "rate_limited",
+    "cache_hits",
+    "cache_misses",
+    "prompt_tokens",
+    "response_tokens",
+)
+"""What a ``Tally`` counts: ``BatchStats``' fields of the same names (the token sums last)."""
+
+
 class Tally:
     """The live counts behind ``BatchStats``, updated from every worker (thread-safe); ``route(name)``
     is a route's own."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._counts = dict.fromkeys(
-            (
-                "requests",
-                "completed",
-                "failed",
-                "retries",
-                "rate_limited",
-                "prompt_tokens",
-                "response_tokens",
-            ),
-            0,
-        )
+        self._counts = dict.fromkeys(_COUNTED, 0)
         self._failures: dict[str, int] = {}
         self._latencies: dict[int, int] = {}
         self._started: float | None = None
@@ -159,8 +163,9 @@ class Tally:
     def completed(self, completion: Completion) -> None:
         with self._lock:
             self._counts["completed"] += 1
-            self._counts["prompt_tokens"] += completion.prompt_tokens or 0
-            self._counts["response_tokens"] += completion.response_tokens or 0
+            if not completion.cached:
+                self._counts["prompt_tokens"] += completion.prompt_tokens or 0
+                self._counts["response_tokens"] += completion.response_tokens or 0
 
     def snapshot(self, elapsed: float | None = None) -> BatchStats:
         """The figures so far (a route's: over the ``elapsed`` seconds of its batch)."""

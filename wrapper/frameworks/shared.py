@@ -25,8 +25,8 @@ __all__ = [
     "api",
     "call_params",
     "generation_info",
+    "options_given",
     "sandbox_context",
-    "timeout_and_retries",
     "token_usage",
 ]
 
@@ -135,7 +135,8 @@ class Clients:
             return [self._built.pop(cls) for cls in taken]
 
 
-def timeout_and_retries(timeout: float | None, max_retries: int | None) -> dict[str, Any]:
-    """The clients' ``timeout``/``max_retries`` arguments, those given (the others: the client's default)."""
-    options = {"timeout": timeout, "max_retries": max_retries}
+def options_given(timeout: float | None, max_retries: int | None, cache: Any) -> dict[str, Any]:
+    """The clients' ``timeout``, ``max_retries`` and ``cache`` arguments, those given (the others: the
+    client's default)."""
+    options = {"timeout": timeout, "max_retries": max_retries, "cache": cache}
     return {key: value for key, value in options.items() if value is not None}

@@ -85,6 +85,7 @@ _TYPES = {  # the rest are strings
     "prompt_tokens": pa.int64(),
     "response_tokens": pa.int64(),
     "logprobs": pa.list_(pa.struct([*_LOGPROB, ("top_logprobs", pa.list_(_LOGPROB))])),
+    "cached": pa.bool_(),
     "error": pa.struct([("type", pa.string()), ("status", pa.int64()), ("message", pa.string())]),
 }
 
@@ -112,8 +113,9 @@ def complete_dataset(
 
     Every input column is kept and ``OUTPUT_COLUMNS`` are added, a result line's fields as the command
     line writes them: ``text``, ``finish_reason``, ``prompt_tokens``, ``response_tokens`` (integers),
-    ``logprobs``, ``request_id`` (None where the client does not report it), ``route`` (None) and
-    ``error`` (None, or ``{"type", "status", "message"}``); each input row comes out once, in no
+    ``logprobs``, ``request_id`` (None where the client does not report it), ``route`` (None),
+    ``cached`` (whether a response cache gave it) and ``error`` (None, or ``{"type", "status",
+    "message"}``); each input row comes out once, in no
     particular order. A column named as a keyword argument of the API (``max_tokens``, ``temperature``,
     ...) gives its row's value of it, over ``params`` (a null leaves the row to them); a row whose
     prompt or values the API refuses gets an ``InputLineError`` and sends nothing. ``workers`` actors
@@ -124,11 +126,12 @@ def complete_dataset(
     ``redis://`` URL or a ``RedisStore``) keeps them, shared with every other process naming the same
     store and ``limit_key`` (None: the API, base URL host and model): other jobs, services.
     ``client_options`` are the client's constructor arguments (credentials, ``base_url``,
-    ``timeout``, ``max_retries``); those left out come from the driver's environment. They reach
-    the workers wrapped, so Ray never prints them; the workers' clients speak the HTTP library the
-    driver's ``COMPLETION_CLIENTS_HTTP`` names (httpx unless it says httpx2). ``on_error="raise"``
-    fails the job on the first failed prompt. ``params`` go to every ``complete`` call
-    (``max_tokens=64``, ...). ``summarize`` adds the output up.
+    ``timeout``, ``max_retries``, ``cache``: a ``redis://`` URL shares one response cache among the
+    workers); those left out come from the driver's environment. They reach the workers wrapped, so
+    Ray never prints them; the workers' clients speak the HTTP library the driver's
+    ``COMPLETION_CLIENTS_HTTP`` names (httpx unless it says httpx2). ``on_error="raise"`` fails the
+    job on the first failed prompt. ``params`` go to every ``complete`` call (``max_tokens=64``,
+    ...). ``summarize`` adds the output up.
     """
     _check(dataset, api, prompt_column, workers, concurrency, on_error)
     rpm = checked_limit("requests_per_minute", requests_per_minute)
