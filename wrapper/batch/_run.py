@@ -44,6 +44,7 @@ from wrapper.errors import APIError, RateLimitError
 from wrapper.pacing import (
     Limiter,
     LimitStore,
+    Pacer,
     SharedLimit,
     estimate_tokens,
     limit_for,
@@ -325,7 +326,10 @@ _LIMITS = ("requests_per_minute", "tokens_per_minute", "limit_store", "limit_key
 
 
 def _limiter(client: Any, model: str, given: BatchOptions) -> SharedLimit:
-    """What paces a client's batch: its limits, kept in the ``limit_store`` given or by the batch alone."""
+    """What paces a client's batch: its limits, kept in the ``limit_store`` given or by the batch alone
+    (a ``Pacer`` of its own, made here: a batch's calls run no store's code)."""
+    if given["limit_store"] is None and given["limit_key"] is None:
+        return Pacer(given["requests_per_minute"], given["tokens_per_minute"])
     return limit_for(
         client.API.name,
         client.base_url,
