@@ -2,7 +2,8 @@
 
 ``RedisServer`` runs Debian's ``redis-server`` on a loopback port of its own, with nothing saved to
 disk, in a temporary directory; ``stop()`` and ``start()`` take it away and bring it back on the same
-port (an outage, as a process using it sees one), ``kill()`` ends it at once. The ``redis_server``
+port (an outage, as a process using it sees one), ``kill()`` ends it at once, ``pause()`` and
+``resume()`` freeze it and let it go on (a server that does not answer). The ``redis_server``
 fixture gives one per test module (``--dist loadfile`` keeps a module in one process), emptied before
 each test that asks for ``redis_url``.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import random
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -100,6 +102,16 @@ class RedisServer:
             self._process.wait()
         self._process = None
 
+    def pause(self) -> None:
+        """Freeze it (SIGSTOP): it keeps its connections and answers none, as a server stuck or far away."""
+        assert self._process is not None
+        self._process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """Let a frozen server go on (SIGCONT; nothing if it is not running)."""
+        if self._process is not None:
+            self._process.send_signal(signal.SIGCONT)
+
     def flush(self) -> None:
         """Empty every database."""
         self._command(b"*1\r\n$8\r\nFLUSHALL\r\n")
@@ -145,8 +157,9 @@ def redis_server() -> Iterator[RedisServer]:
 @pytest.fixture
 def redis_url(redis_server: RedisServer) -> Iterator[str]:
     """The module's ``redis-server``, running and emptied, as a ``redis://`` URL."""
+    redis_server.resume()  # a test before this one may have frozen it
     if not redis_server.answers():
-        redis_server.start()  # a test before this one stopped it
+        redis_server.start()  # or stopped it
     redis_server.flush()
     yield redis_server.url
     with contextlib.suppress(OSError):

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import ray
 import ray.data
+import redis
 from helpers import (
     ECHOES,
     ESCAPED_CREDENTIALS,
@@ -27,6 +28,7 @@ from helpers import (
 )
 from jsonschema import Draft202012Validator
 
+from wrapper.pacing import LocalStore
 from wrapper.ray import OUTPUT_COLUMNS, complete_dataset, summarize
 from wrapper.sandbox import Sandbox
 
@@ -187,6 +189,31 @@ def test_one_requests_per_minute_limit_holds_for_all_workers_together(local_clus
     assert most_in_any_window(times, rpm / 60) <= rpm / 60
 
 
+def test_a_limit_kept_in_redis_holds_for_the_workers_in_place_of_the_jobs_actor(
+    local_cluster: None, redis_url: str
+) -> None:
+    rpm, rows = 2400, 160  # as above: the workers could send 64 a second, the limit allows 40
+    with Sandbox(seed=0, rpm=3000) as limited, arrivals(limited) as times:
+        limited.inject(delay=0.25, rate=1.0)
+        out = complete_dataset(
+            _prompts(rows),
+            "scale",
+            MODELS["scale"],
+            workers=2,
+            concurrency=8,
+            requests_per_minute=rpm,
+            limit_store=redis_url,
+            limit_key="ray job",
+            client_options=_options("scale", limited),
+            **MAX_TOKENS["scale"],
+        ).take_all()
+        stats = limited.stats()
+    assert [r["error"] for r in out] == [None] * rows
+    assert stats.max_in_flight > 8  # both workers were sending at once
+    assert most_in_any_window(times, rpm / 60) <= rpm / 60
+    assert redis.Redis.from_url(redis_url).exists("completion-clients:limit:{ray job}")  # kept there
+
+
 def test_on_error_raise_fails_the_job_and_no_credential_shows_anywhere(
     local_cluster: None, served: Sandbox, ray_temp_dir: Path
 ) -> None:
@@ -242,6 +269,9 @@ def test_a_credential_the_server_echoes_is_in_no_error_column(
         ({"tokens_per_minute": "many"}, "tokens_per_minute must be a number > 0"),
         ({"prompt_column": "question"}, "prompt_column 'question' is not a column"),
         ({"client_options": {"api_key": None}}, "Scale needs api_key"),
+        ({"limit_store": LocalStore()}, "limit_store must be a Redis URL or a RedisStore for Ray"),
+        ({"limit_store": "localhost:6379"}, "limit_store must be a Redis URL"),
+        ({"limit_key": "k"}, "limit_key names a limit kept in a store"),
     ],
 )
 def test_bad_arguments_are_refused_before_anything_runs(

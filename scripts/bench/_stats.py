@@ -45,6 +45,14 @@ class Sizes:
     cold_delay: float
     cold_runs: int
     clients: int  # TLS construction row: clients built and closed per run
+    shared_rpm: int  # shared-limit rows: the limit 4 processes share, kept by the sandbox
+    shared_prompts: int  # ... and the prompts they complete between them
+    shared_tpm: int  # the tokens a minute 2 batches share
+    shared_adaptive_rpm: int  # the sandbox's limit, which processes told none find together
+    shared_adaptive_seconds: int  # ... over a run this long (at that limit)
+    shared_event_at: float  # seconds into a run a process is killed, or Redis stopped
+    shared_outage: float  # seconds Redis is stopped for
+    shared_trips_rpm: int  # the limit at which calls to Redis are counted
 
 
 FULL = Sizes(
@@ -78,6 +86,14 @@ FULL = Sizes(
     cold_delay=1.0,
     cold_runs=3,
     clients=50,
+    shared_rpm=600,
+    shared_prompts=1200,
+    shared_tpm=12_000,
+    shared_adaptive_rpm=1200,
+    shared_adaptive_seconds=120,
+    shared_event_at=30.0,
+    shared_outage=5.0,
+    shared_trips_rpm=1200,
 )
 QUICK = Sizes(
     requests=20,
@@ -110,6 +126,14 @@ QUICK = Sizes(
     cold_delay=0.1,
     cold_runs=1,
     clients=3,
+    shared_rpm=6000,
+    shared_prompts=80,
+    shared_tpm=120_000,
+    shared_adaptive_rpm=6000,
+    shared_adaptive_seconds=2,
+    shared_event_at=0.5,
+    shared_outage=0.5,
+    shared_trips_rpm=6000,
 )
 
 

@@ -3,7 +3,8 @@
 Starts the fixed-body server (``server.py``) in its own process pinned to the last CPU, pins this
 process (the client) to the others, runs every row, prints the table and writes it as JSON.
 ``--quick`` runs every row at tiny sizes (the smoke test's mode: figures, but meaningless ones), but
-the Ray rows, whose cluster takes a minute to start, unless asked for with ``--only ray``.
+the Ray rows, whose cluster takes a minute to start, and the shared-limit rows, whose processes take
+as long to start, unless asked for with ``--only ray`` or ``--only shared``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from row_flight import flight_rows
 from row_import import import_rows
 from row_limits import limit_rows
 from row_router import router_rows
+from row_shared import shared_rows
 from row_stream import stream_rows
 from row_streams import stream_load_rows
 from row_sync import sync_rows
@@ -33,7 +35,9 @@ from row_tls import tls_rows
 from server import Server, serve, split_cpus
 
 ROOT = Path(__file__).resolve().parents[2]
-SLOW = {"ray"}  # groups that take minutes whatever the sizes (a Ray cluster starting its actors)
+SLOW = {"ray", "shared"}  # groups that take minutes whatever the sizes: a Ray cluster starting its actors,
+# the shared-limit rows' nine runs of processes started side by side (tests/test_shared_limits.py runs
+# them at the suite's sizes)
 
 
 def _number(value: float) -> str:
@@ -109,6 +113,7 @@ def _groups(server: Server, sizes: Sizes, cpus: set[int] | None) -> dict[str, Ca
         "router": lambda: router_rows(sizes),
         "cache": lambda: cache_rows(server.url, sizes),
         "tls": lambda: tls_rows(sizes, cpus),
+        "shared": lambda: shared_rows(sizes),
         "ray": lambda: _ray(server.url, sizes),
     }
 
@@ -118,7 +123,7 @@ def main() -> None:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="tiny sizes: checks the scripts run, measures nothing (the Ray rows only with --only ray)",
+        help="tiny sizes: checks the scripts run, measures nothing (Ray and shared-limit rows: --only)",
     )
     parser.add_argument(
         "--json", type=Path, default=ROOT / "bench-results.json", help="where to write the results"
@@ -138,6 +143,7 @@ def main() -> None:
             "router",
             "cache",
             "tls",
+            "shared",
             "ray",
         ],
         help="run these rows only (repeatable)",

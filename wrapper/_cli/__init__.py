@@ -114,11 +114,16 @@ def _batched(client: Any, args: argparse.Namespace, params: dict[str, Any]) -> B
             raise ValueError(f"{args.model!r}: name each model of a fan-out once, separated by commas")
     targets = [_target(model, client, model) for model in models]
     budget = {"budget_requests": args.budget_requests, "budget_tokens": args.budget_tokens}
+    limits = {"limit_store": args.limit_store, "limit_key": args.limit_key}
     if len(models) == 1:
-        return Batch(Run("model", targets, params), client, args.concurrency, args.rpm, args.tpm, **budget)
+        run = Run("model", targets, params)
+        return Batch(run, client, args.concurrency, args.rpm, args.tpm, **limits, **budget)
     # a fan-out: each model a route of its own, paced to the limits given
     router = AsyncRouter(
-        [Route(client, model, requests_per_minute=args.rpm, tokens_per_minute=args.tpm) for model in models]
+        [
+            Route(client, model, requests_per_minute=args.rpm, tokens_per_minute=args.tpm, **limits)
+            for model in models
+        ]
     )
     return Batch(Run("fan-out", targets, params), router, args.concurrency, **budget)
 
@@ -187,7 +192,8 @@ def _router(args: argparse.Namespace) -> Any:
     from wrapper.router import AsyncRouter
 
     options = {"timeout": args.timeout, "max_retries": args.max_retries, "cache": args.cache}
-    return AsyncRouter(load_routes(args.model, {k: v for k, v in options.items() if v is not None}))
+    routes = load_routes(args.model, {k: v for k, v in options.items() if v is not None})
+    return AsyncRouter(routes, limit_store=args.limit_store)
 
 
 def _routes_checker(router: Any) -> Callable[..., None]:

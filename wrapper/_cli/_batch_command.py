@@ -53,6 +53,8 @@ class Batch:
     concurrency: int
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
+    limit_store: str | None = None
+    limit_key: str | None = None
     budget_requests: int | None = None
     budget_tokens: int | None = None
 
@@ -77,6 +79,8 @@ class Batch:
             return_exceptions=True,
             requests_per_minute=self.requests_per_minute,
             tokens_per_minute=self.tokens_per_minute,
+            limit_store=self.limit_store,
+            limit_key=self.limit_key,
             budget=budget,
         )
 

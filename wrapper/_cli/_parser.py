@@ -211,6 +211,21 @@ def _batch_args(parser: argparse.ArgumentParser, *, limits: bool = True) -> None
             help="tokens per minute at most (prompt and response; estimated before sending, then corrected)",
         )
     parser.add_argument(
+        "--limit-store",
+        type=_limit_store,
+        metavar="URL",
+        help="keep the limits in the Redis server at URL (redis://host:6379/0), shared with every process "
+        "naming it and the same limit key: batches side by side keep one deployment's limit together"
+        + ("" if limits else " (each route's, and the rate each finds with no limit given)"),
+    )
+    if limits:
+        parser.add_argument(
+            "--limit-key",
+            metavar="NAME",
+            help="the limit's name in --limit-store (default: the API, base URL host and model), to share "
+            "one limit between deployments",
+        )
+    parser.add_argument(
         "--retry-failed",
         action="store_true",
         help="send again the inputs whose result in the output is an error (rewritten without them first)",
@@ -339,6 +354,17 @@ def _per_minute(text: str) -> float:
     if not 0 < value < math.inf:
         raise argparse.ArgumentTypeError(f"must be a number above 0, got {text}")
     return value
+
+
+def _limit_store(text: str) -> str:
+    """A ``--limit-store`` URL, checked (and its store made) as ``limit_store=`` takes one."""
+    from wrapper.pacing import limit_store
+
+    try:
+        limit_store(text)
+    except (ImportError, ValueError) as exc:  # not a Redis URL, or redis-py missing
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def _integer(text: str) -> int:

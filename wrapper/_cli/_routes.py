@@ -1,7 +1,8 @@
 """``python -m wrapper batch routes ROUTES.json ...``: the routes of a JSON file, as a router's.
 
 The file is a list of routes, each an object: ``api`` (``scale`` or ``gradient``) and ``model``, the
-``Route`` options (``name``, ``requests_per_minute``, ``tokens_per_minute``, ``weight``, ``params``),
+``Route`` options (``name``, ``requests_per_minute``, ``tokens_per_minute``, ``weight``, ``params``,
+``limit_key``),
 ``base_url``, and the API's credentials: each given as it is (``"account_id": "eu"``) or read from the
 environment variable another key names (``"api_key_env": "SGP_API_KEY_EU"``), else from the API's own
 variable, as its client reads it. Secrets stay out of the file.
@@ -19,10 +20,11 @@ from wrapper import apis as _api
 
 __all__ = ["ROUTES_HELP", "load_routes"]
 
-_OPTIONS = ("name", "requests_per_minute", "tokens_per_minute", "weight", "params")
+_OPTIONS = ("name", "requests_per_minute", "tokens_per_minute", "weight", "params", "limit_key")
 ROUTES_HELP = (
     'a JSON list of routes, each {"api": "scale" or "gradient", "model": ..., and optionally "name", '
-    '"requests_per_minute", "tokens_per_minute", "weight", "params", "base_url", and credentials: '
+    '"requests_per_minute", "tokens_per_minute", "weight", "params", "limit_key" (its limit\'s name in '
+    '--limit-store), "base_url", and credentials: '
     '"api_key": ... or "api_key_env": "VARIABLE" (each credential of the API, likewise; by default its '
     "own environment variable)}"
 )

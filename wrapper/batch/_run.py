@@ -41,7 +41,16 @@ import httpx
 
 from wrapper import CallHooks, CallInfo, Completion
 from wrapper.errors import APIError, RateLimitError
-from wrapper.pacing import Limiter, Pacer, estimate_tokens, used_tokens, wait_turn
+from wrapper.pacing import (
+    Limiter,
+    LimitStore,
+    Pacer,
+    SharedLimit,
+    estimate_tokens,
+    limit_for,
+    used_tokens,
+    wait_turn,
+)
 
 from ._budget import Budget
 from ._format import completion_fields, error_fields
@@ -171,6 +180,13 @@ class BatchOptions(TypedDict, total=False):
     """The request rate the batch is paced to, evenly (None, the default: none; 429s slow it down)."""
     tokens_per_minute: float | None
     """The token rate the batch is paced to, tokens estimated before each request (None: none)."""
+    limit_store: LimitStore | str | None
+    """Where the limits are kept (``wrapper.pacing``): a ``redis://`` URL or a ``RedisStore`` shares them
+    (and, with no limit given, the rate found from 429s) with every process naming the same store and
+    key; None (the default): this batch keeps them alone."""
+    limit_key: str | None
+    """The name of the limit in the store (None, the default: the client's API, base URL host and the
+    model): callers naming one key share one limit, whatever they call."""
     budget: Budget | None
     """A cap on the prompts and tokens the batch sends (``wrapper.batch.Budget``; None: none). Once it
     is reached the batch ends: the prompts it held back get no result, those in flight finish."""
@@ -182,6 +198,8 @@ _DEFAULTS: BatchOptions = {
     "return_exceptions": False,
     "requests_per_minute": None,
     "tokens_per_minute": None,
+    "limit_store": None,
+    "limit_key": None,
     "budget": None,
 }
 
@@ -217,7 +235,7 @@ def complete_with(
     attempts (and each route's, in ``BatchStats.routes``) and asks the ``budget`` before each prompt's
     first.
     """
-    given = _unpaced(kwargs)
+    given = _unpaced(_batch_options(kwargs))
     _check_arguments(prompts, given["concurrency"], given["budget"])
     batch = _Batch(_routed(complete), _Counted, given["budget"], cached=True)
     return BatchIterator(_run(batch, _numbered(prompts, kwargs), *_window(given)), batch.tally)
@@ -240,7 +258,7 @@ def acomplete_with(
 ) -> AsyncBatchIterator:
     """The async ``complete_with``: ``await complete(prompt, **kwargs)`` for every prompt (an async
     router's ``complete``), prompts from an iterable or an async iterable."""
-    given = _unpaced(kwargs)
+    given = _unpaced(_batch_options(kwargs))
     _check_arguments(prompts, given["concurrency"], given["budget"])
     batch = _Batch(_routed(complete), _Counted, given["budget"], cached=True)
     return AsyncBatchIterator(_arun(batch, _jobs(prompts, kwargs), *_window(given)), batch.tally)
@@ -262,16 +280,16 @@ def acomplete_jobs(
     given = _batch_options(dict(kwargs))
     budget = given["budget"]
     _check_arguments(jobs, given["concurrency"], budget)
-    rpm, tpm = given["requests_per_minute"], given["tokens_per_minute"]
     if model is None:
-        if limiter is not None or rpm is not None or tpm is not None:
-            raise ValueError("a router paces each route to its own limits: pass no limit nor limiter")
+        if limiter is not None:
+            raise ValueError("a router paces each route to its own limits: pass no limiter")
+        _unpaced(given)
         batch = _Batch(_routed(cast("AsyncCompleter", client).complete), _Counted, budget, cached=True)
     else:
         if limiter is None:
-            limiter = Pacer(rpm, tpm)
-        elif rpm is not None or tpm is not None:
-            raise ValueError("pass requests_per_minute/tokens_per_minute or a limiter, not both")
+            limiter = _limiter(client, model, given)
+        elif any(given[name] is not None for name in _LIMITS):  # type: ignore[literal-required]
+            raise ValueError(f"pass {'/'.join(_LIMITS)} or a limiter, not both")
         options = cast("AsyncClient", client).options
         hooks = functools.partial(_APaced, limiter, options.retry)
         batch = _Batch(_calls(client, model, options), hooks, budget, cached=options.cache is not None)
@@ -288,13 +306,12 @@ class AsyncCompleter(Protocol):
 def _paced(
     client: Any, model: str, prompts: object, kwargs: dict[str, Any], hooks: Callable[..., CallHooks]
 ) -> tuple[_Batch, dict[str, Any], BatchOptions]:
-    """A client's batch, paced to its limits by a ``Pacer`` of its own (``hooks``: the sync or async
-    hooks that wait for it), each prompt's parameters, and the batch's options."""
+    """A client's batch, paced to its limits (``hooks``: the sync or async hooks that wait for them), each
+    prompt's parameters, and the batch's options."""
     given = _batch_options(kwargs)
     _check_arguments(prompts, given["concurrency"], given["budget"])
     params, options = client.options.split(kwargs)
-    pacer = Pacer(given["requests_per_minute"], given["tokens_per_minute"])
-    paced = functools.partial(hooks, pacer, options.retry)
+    paced = functools.partial(hooks, _limiter(client, model, given), options.retry)
     batch = _Batch(_calls(client, model, options), paced, given["budget"], cached=options.cache is not None)
     return batch, params, given
 
@@ -304,11 +321,34 @@ def _window(given: BatchOptions) -> tuple[int, bool, bool]:
     return given["concurrency"], given["ordered"], given["return_exceptions"]
 
 
-def _unpaced(kwargs: dict[str, Any]) -> BatchOptions:
+_LIMITS = ("requests_per_minute", "tokens_per_minute", "limit_store", "limit_key")
+"""The batch options that say how a client's batch is paced."""
+
+
+def _limiter(client: Any, model: str, given: BatchOptions) -> SharedLimit:
+    """What paces a client's batch: its limits, kept in the ``limit_store`` given or by the batch alone
+    (a ``Pacer`` of its own, made here: a batch's calls run no store's code)."""
+    if given["limit_store"] is None and given["limit_key"] is None:
+        return Pacer(given["requests_per_minute"], given["tokens_per_minute"])
+    return limit_for(
+        client.API.name,
+        client.base_url,
+        model,
+        given["requests_per_minute"],
+        given["tokens_per_minute"],
+        store=given["limit_store"],
+        key=given["limit_key"],
+    )
+
+
+def _unpaced(given: BatchOptions) -> BatchOptions:
     """A router's batch options: it paces each route itself, so no limit is taken."""
-    given = _batch_options(kwargs)
-    if given["requests_per_minute"] is not None or given["tokens_per_minute"] is not None:
-        raise ValueError("a router paces each route to its own limits: pass no limit nor limiter")
+    taken = [name for name in _LIMITS if given[name] is not None]  # type: ignore[literal-required]
+    if taken:
+        raise ValueError(
+            f"a router paces each route to its own limits (Route's, or the router's limit_store): "
+            f"pass no {', '.join(taken)} to its batch"
+        )
     return given
 
 
@@ -522,11 +562,11 @@ class _Counted(CallHooks):
 
 
 class _Paced(_Counted):
-    """A sync batch call's hooks: each attempt waits for its turn of the ``Pacer`` (no later than the
+    """A sync batch call's hooks: each attempt waits for its turn of the batch's limit (no later than the
     call's deadline), and stops when the batch does; a 429 pauses the pacer as the retry policy would."""
 
     def __init__(
-        self, pacer: Pacer, policy: RetryPolicy, batch: _Batch, prompt: _Prompt, call: CallInfo
+        self, pacer: SharedLimit, policy: RetryPolicy, batch: _Batch, prompt: _Prompt, call: CallInfo
     ) -> None:
         super().__init__(batch, prompt, call)
         self.pacer = pacer

@@ -68,7 +68,7 @@ from wrapper.batch import (
     acomplete_jobs,
     error_fields,
 )
-from wrapper.pacing import checked_limit
+from wrapper.pacing import Limiter, LimitStore, LocalStore, checked_key, checked_limit, limit_for, limit_store
 
 from ._leases import Coordinator, Grant, LeasedLimiter, Report
 
@@ -103,6 +103,8 @@ def complete_dataset(
     concurrency: int = 16,
     requests_per_minute: float | None = None,
     tokens_per_minute: float | None = None,
+    limit_store: LimitStore | str | None = None,
+    limit_key: str | None = None,
     client_options: Mapping[str, Any] | None = None,
     on_error: Literal["column", "raise"] = "column",
     **params: Any,
@@ -119,7 +121,10 @@ def complete_dataset(
     prompt or values the API refuses gets an ``InputLineError`` and sends nothing. ``workers`` actors
     each keep ``concurrency`` requests in flight;
     ``requests_per_minute``/``tokens_per_minute`` hold for all of them together, paced evenly, and
-    429s slow them down together (with or without a limit), as ``complete_many`` does in one process.
+    429s slow them down together (with or without a limit), as ``complete_many`` does in one process:
+    an actor of the job's grants the workers leases of the limits, unless ``limit_store`` (a
+    ``redis://`` URL or a ``RedisStore``) keeps them, shared with every other process naming the same
+    store and ``limit_key`` (None: the API, base URL host and model): other jobs, services.
     ``client_options`` are the client's constructor arguments (credentials, ``base_url``,
     ``timeout``, ``max_retries``, ``cache``: a ``redis://`` URL shares one response cache among the
     workers); those left out come from the driver's environment. They reach the workers wrapped, so
@@ -131,10 +136,15 @@ def complete_dataset(
     _check(dataset, api, prompt_column, workers, concurrency, on_error)
     rpm = checked_limit("requests_per_minute", requests_per_minute)
     tpm = checked_limit("tokens_per_minute", tokens_per_minute)
+    shared = _shared(limit_store, limit_key, rpm, tpm)
     options = _options(apis.get(api), client_options)
     apis.get(api).clients()[0](**options).close()  # bad or missing options fail here, not on a worker
     # Unnamed and not detached: it lives as long as the returned Dataset (whose plan holds the handle).
-    coordinator = ray.remote(_LeaseCoordinator).options(num_cpus=0).remote(rpm, tpm, workers)
+    coordinator = (
+        ray.remote(_LeaseCoordinator).options(num_cpus=0).remote(rpm, tpm, workers)
+        if shared is None
+        else None
+    )
     library = os.environ.get(HTTP_LIBRARY_ENV)  # the workers' clients speak the driver's HTTP library
     remote_args: dict[str, Any] = (
         {"runtime_env": {"env_vars": {HTTP_LIBRARY_ENV: library}}} if library else {}
@@ -147,6 +157,7 @@ def complete_dataset(
             ),
             "options": _RedactedOptions(options),
             "coordinator": coordinator,
+            "shared": shared,
         },
         batch_size=concurrency * _BATCHES_PER_CONCURRENCY,
         batch_format="pyarrow",
@@ -166,6 +177,24 @@ def summarize(dataset: ray.data.Dataset) -> dict[str, Any]:
     for row in dataset.select_columns(list(OUTPUT_COLUMNS)).iter_rows():
         totals.add(row)
     return totals.as_dict()
+
+
+def _shared(
+    store: object, key: object, rpm: float | None, tpm: float | None
+) -> tuple[LimitStore | str, str | None, float | None, float | None] | None:
+    """The limits as a store keeps them for the workers (None: the job's actor does), checked."""
+    given = limit_store(store)
+    named = None if key is None else checked_key(key)
+    if given is None:
+        if key is not None:
+            raise ValueError(f"limit_key names a limit kept in a store: give limit_store too; got {key!r}")
+        return None
+    if isinstance(given, LocalStore):
+        raise ValueError(
+            "limit_store must be a Redis URL or a RedisStore for Ray (a LocalStore is one process's, and "
+            "each worker is a process); leave it out for the job's own lease actor"
+        )
+    return given, named, rpm, tpm
 
 
 def _keywords(api: str, dataset: ray.data.Dataset) -> tuple[str, ...]:
@@ -279,11 +308,22 @@ class _CompletionWorker:
     """One Ray actor of the pool: an async client on its own event loop, reused for every block."""
 
     def __init__(
-        self, job: _Job, options: _RedactedOptions, coordinator: ray.actor.ActorHandle[_LeaseCoordinator]
+        self,
+        job: _Job,
+        options: _RedactedOptions,
+        coordinator: ray.actor.ActorHandle[_LeaseCoordinator] | None,
+        shared: tuple[LimitStore | str, str | None, float | None, float | None] | None = None,
     ) -> None:
         self._job = job
         self._loop = asyncio.new_event_loop()
         self._client: AsyncClient = apis.get(job.api).clients()[1](**options.reveal())
+        self._limiter: Limiter
+        if shared is not None:  # the limits in a store: this worker's pacer of them
+            store, key, rpm, tpm = shared
+            client = self._client
+            self._limiter = limit_for(job.api, client.base_url, job.model, rpm, tpm, store=store, key=key)
+            return
+        assert coordinator is not None
         worker = uuid.uuid4().hex
 
         async def ask(report: Report) -> Grant:

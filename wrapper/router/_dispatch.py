@@ -18,7 +18,15 @@ from typing import Any
 
 from wrapper import CallHooks, CallInfo, Completion, HookFactory, RetryPolicy, Routing, Target
 from wrapper.errors import APIError, RateLimitError
-from wrapper.pacing import Pacer, await_turn, estimate_tokens, used_tokens, wait_turn
+from wrapper.pacing import (
+    LimitStore,
+    SharedPacer,
+    await_turn,
+    estimate_tokens,
+    limit_for,
+    used_tokens,
+    wait_turn,
+)
 
 from ._errors import AllRoutesFailedError
 from ._health import Health
@@ -31,11 +39,21 @@ ROUTER_OPTIONS = ("max_retries", "deadline", "hooks")
 
 
 class State:
-    """What every router derived from one shares of a route: its pacer, health and load."""
+    """What every router derived from one shares of a route: its pacer, health and load. The pacer keeps
+    the route's limits in the route's ``limit_store`` (else ``store``, the router's), if it has one;
+    then its cooldowns are every process's too."""
 
-    def __init__(self, route: Route) -> None:
-        self.pacer = Pacer(route.requests_per_minute, route.tokens_per_minute)
-        self.health = Health()
+    def __init__(self, route: Route, store: LimitStore | str | None = None) -> None:
+        self.pacer = limit_for(
+            route.client.API.name,
+            route.client.base_url,
+            route.model,
+            route.requests_per_minute,
+            route.tokens_per_minute,
+            store=store if route.limit_store is None else route.limit_store,
+            key=route.limit_key,
+        )
+        self.health = Health(shared=self.pacer if isinstance(self.pacer, SharedPacer) else None)
         self.in_flight = 0
         self.picked = 0
 

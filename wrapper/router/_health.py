@@ -7,7 +7,8 @@ its failures are at least ``MIN_FAILURES`` and ``SHARE`` of its answers over the
 seconds: one failure among many successes is a blip, not a route down, but a route that fails as
 often as it serves is not well. It rests ``COOLDOWN`` seconds, or the failure's Retry-After if
 longer; the first answer after that decides: a success ends the cooldown, a failure starts another
-at once.
+at once. A route whose limit is kept in a shared store (``wrapper.pacing.SharedPacer``) tells it its
+cooldowns, and rests too while another process's lasts.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import Protocol
 
 __all__ = ["COOLDOWN", "MIN_FAILURES", "SHARE", "WINDOW", "Health"]
 
@@ -30,11 +32,23 @@ WINDOW = 10.0
 """Seconds over which a route's answers are counted."""
 
 
-class Health:
-    """One route's recent answers and cooldown (thread-safe)."""
+class Cooldowns(Protocol):
+    """Where cooldowns are shared with other processes: ``wrapper.pacing.SharedPacer``'s."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def cool(self, seconds: float) -> None: ...
+
+    def cooling(self) -> float: ...
+
+
+class Health:
+    """One route's recent answers and cooldown (thread-safe); ``shared``: where its cooldowns are shared
+    with other processes (None: nowhere)."""
+
+    def __init__(
+        self, clock: Callable[[], float] = time.monotonic, *, shared: Cooldowns | None = None
+    ) -> None:
         self._clock = clock
+        self._shared = shared
         self._lock = threading.Lock()
         self._answers: deque[tuple[float, bool]] = deque()  # (when, failed), within WINDOW
         self._failures = 0
@@ -43,8 +57,9 @@ class Health:
         self.cooldowns = 0
 
     def left(self) -> float:
-        """Seconds of cooldown left (0: none)."""
-        return max(self._until - self._clock(), 0.0)
+        """Seconds of cooldown left (0: none), another process's too if shared."""
+        shared = self._shared.cooling() if self._shared is not None else 0.0
+        return max(self._until - self._clock(), shared, 0.0)
 
     def succeeded(self) -> None:
         with self._lock:
@@ -65,7 +80,10 @@ class Health:
                 or in_a_row
                 or (self._failures >= MIN_FAILURES and self._failures >= SHARE * len(answers))
             ):
-                self._until = max(self._until, now + max(COOLDOWN, retry_after or 0.0))
+                rest = max(COOLDOWN, retry_after or 0.0)
+                self._until = max(self._until, now + rest)
+                if self._shared is not None:
+                    self._shared.cool(rest)
                 answers.clear()
                 self._failures = 0
                 self._probing = True

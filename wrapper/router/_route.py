@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 
 from wrapper import AsyncClient, SyncClient
-from wrapper.pacing import checked_limit
+from wrapper.pacing import LimitStore, checked_key, checked_limit, limit_store
 
 __all__ = ["Route", "named"]
 
@@ -38,6 +38,9 @@ class Route:
     route opens slowly and finds the rate it takes, as a batch does); ``weight`` shares the load between
     routes with budget left (2: twice the requests of a route of weight 1). ``params`` are keyword
     arguments of the route's own API, sent with every request it serves (a call's keywords win).
+    ``limit_store`` (a ``redis://`` URL or a store of ``wrapper.pacing``; None: the router's) keeps the
+    route's limits, its cooldown and the rate it finds with every process naming the same store and
+    ``limit_key`` (None: the client's API, base URL host and the model).
     Bad values raise ``ValueError`` (``TypeError`` for a client or a keyword the API lacks) naming the
     field and the rule.
     """
@@ -49,6 +52,8 @@ class Route:
     tokens_per_minute: float | None = attrs.field(default=None, kw_only=True)
     weight: float = attrs.field(default=1, kw_only=True)
     params: Mapping[str, Any] = attrs.field(default=None, kw_only=True, converter=_params)
+    limit_store: LimitStore | str | None = attrs.field(default=None, kw_only=True)
+    limit_key: str | None = attrs.field(default=None, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.client, SyncClient | AsyncClient):
@@ -66,8 +71,11 @@ class Route:
         try:
             checked_limit("requests_per_minute", self.requests_per_minute)
             checked_limit("tokens_per_minute", self.tokens_per_minute)
-        except ValueError as exc:
-            raise ValueError(f"{label}: {exc}") from None
+            limit_store(self.limit_store)
+            if self.limit_key is not None:
+                checked_key(self.limit_key)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{label}: {exc}") from None
         weight = self.weight
         if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 < weight < math.inf:
             raise ValueError(f"{label}: weight must be a number > 0; got {weight!r}")

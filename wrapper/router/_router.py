@@ -36,6 +36,8 @@ from wrapper.batch import (
     fan_out_with,
 )
 from wrapper.errors import APIError
+from wrapper.pacing import LimitStore
+from wrapper.pacing import limit_store as limit_store_of
 
 from ._dispatch import Dispatch, Lane, State
 from ._errors import AllRoutesFailedError
@@ -55,8 +57,12 @@ class RouterBase:
     _KIND: ClassVar[str]
     _OTHER: ClassVar[str]
 
-    def __init__(self, routes: Iterable[Route]) -> None:
+    def __init__(self, routes: Iterable[Route], *, limit_store: LimitStore | str | None = None) -> None:
         kind = type(self).__name__
+        try:
+            limit_store_of(limit_store)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{kind}: {exc}") from None
         if isinstance(routes, str | bytes | Mapping) or not isinstance(routes, Iterable):
             raise TypeError(f"{kind}: routes must be a list of Route(...); got {type(routes).__name__}")
         routes = list(routes)
@@ -72,7 +78,7 @@ class RouterBase:
                     f"{kind} takes {self._KIND} clients; route {route.name!r} has a "
                     f"{type(route.client).__name__}: use {self._OTHER} for it"
                 )
-        self._lanes = tuple(Lane(route, route.client, State(route)) for route in routes)
+        self._lanes = tuple(Lane(route, route.client, State(route, limit_store)) for route in routes)
         self._lock = threading.Lock()
         self._hooks: tuple[HookFactory, ...] = ()
 
@@ -140,7 +146,10 @@ class Router(RouterBase):
     request goes to a route with budget left; a retriable failure (connection, timeout, 429, 5xx) sends
     it to another route, a request error (400, 401, 404, 422, flagged content) is raised as it is. A
     route that keeps failing cools down. Results name their route (``Completion.route``). Closing the
-    router closes the routes' clients.
+    router closes the routes' clients. ``limit_store`` (a ``redis://`` URL or a store of
+    ``wrapper.pacing``) keeps the limits, cooldowns and found rates of the routes that name no store of
+    their own, shared with every process naming the same store and limit key: a service's workers and
+    replicas keep each deployment's limit together.
     """
 
     _CLIENT = SyncClient
