@@ -191,6 +191,10 @@ async def opened(client: Any) -> Any:
         await call(stream.close())
 
 
+SLOW_BACKOFF = RetryPolicy(initial_backoff=20.0, max_backoff=20.0)
+"""Backoffs of 15-20 s, which no deadline of these tests fits."""
+
+
 @pytest.mark.parametrize("how", ["complete", "open"])
 async def test_a_deadline_with_no_room_for_retry_after_raises_the_429(
     make_client: Any, server: LocalServer, lane: str, how: str
@@ -215,13 +219,14 @@ async def test_a_deadline_with_no_room_for_retry_after_raises_the_429(
 async def test_a_deadline_with_no_room_for_the_backoff_raises_the_500(
     make_client: Any, server: LocalServer, lane: str, how: str
 ) -> None:
-    """The first backoff (0.5 s, less up to 25% jitter) cannot fit in 0.3 s."""
+    """The first backoff (20 s, less up to 25% jitter) cannot fit in 5 s: a deadline long enough for
+    the attempt itself on a busy machine, far too short for the wait."""
     server.script(json_reply(500, {"detail": "boom"}), NOT_ASKED)
-    client = make_client("scale", lane, base_url=server.url, max_retries=2, deadline=0.3)
+    client = make_client("scale", lane, base_url=server.url, max_retries=2, deadline=5.0, retry=SLOW_BACKOFF)
     with pytest.raises(InternalServerError) as caught:
         await (call(client.complete("m", "p")) if how == "complete" else opened(client))
     assert caught.value.body == {"detail": "boom"}
-    assert "the call's deadline of 0.3 s left no room to retry" in str(caught.value)
+    assert "the call's deadline of 5 s left no room to retry" in str(caught.value)
     assert len(server.requests) == 1
 
 
@@ -229,13 +234,13 @@ async def test_a_connection_error_with_no_room_to_retry_says_so_and_counts_its_a
     make_client: Any, server: LocalServer, lane: str
 ) -> None:
     server.script(reset_reply, NOT_ASKED)
-    client = make_client("scale", lane, base_url=server.url, max_retries=2, deadline=0.3)
+    client = make_client("scale", lane, base_url=server.url, max_retries=2, deadline=5.0, retry=SLOW_BACKOFF)
     with pytest.raises(APIConnectionError) as caught:
         await call(client.complete("m", "p"))
     message = str(caught.value)
     assert type(caught.value) is APIConnectionError
     assert message.endswith("s to wait before the next attempt) (after 1 attempt)"), message
-    assert "the call's deadline of 0.3 s left no room to retry" in message
+    assert "the call's deadline of 5 s left no room to retry" in message
 
 
 def test_policy_functions() -> None:

@@ -3,7 +3,8 @@
 ``Pacer`` paces requests to requests and tokens per minute, evenly, slowing down on 429s, and opens
 slowly when no limit is given. ``Limiter`` is where a limit is kept, the seam a limit kept elsewhere
 plugs into: a ``Pacer`` keeps one in this process, ``wrapper.ray``'s leases one shared by a cluster,
-a ``SharedPacer`` one shared through a ``RedisStore``. Their words are the same: a request
+a ``SharedPacer`` one shared through a ``RedisStore`` (``LeaseCalls``: what it asks of the store).
+Their words are the same: a request
 ``acquire``\\ s its turn (sync code waits each of ``turns``, with ``wait_turn``), ``settle``\\ s the
 tokens it used (``used_tokens``, against ``estimate_tokens``), and a 429 says it was ``throttled``.
 ``checked_limit`` checks a limit as every extra takes one.
@@ -20,13 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 from ._given import limit_for, limit_key, limit_store
 from ._pacer import Limiter, Pacer, await_turn, checked_limit, estimate_tokens, used_tokens, wait_turn
-from ._shared import SharedPacer
+from ._shared import LeaseCalls, SharedPacer
 from ._store import LimitStore, LocalStore, SharedLimit, checked_key
 
 if TYPE_CHECKING:
     from ._redis import RedisStore
 
 __all__ = [
+    "LeaseCalls",
     "LimitStore",
     "Limiter",
     "LocalStore",

@@ -53,7 +53,7 @@ logger = logging.getLogger("wrapper")
 T = TypeVar("T")
 
 
-class Calls(Protocol):
+class LeaseCalls(Protocol):
     """What a ``SharedPacer`` asks of its store (a ``RedisStore``): to run its calls, one lease each, and
     to hear how they went."""
 
@@ -196,7 +196,7 @@ class SharedPacer:
 
     def __init__(
         self,
-        store: Calls,
+        store: LeaseCalls,
         key: str,
         requests_per_minute: float | None,
         tokens_per_minute: float | None,
