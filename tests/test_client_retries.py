@@ -197,14 +197,16 @@ SLOW_BACKOFF = RetryPolicy(initial_backoff=20.0, max_backoff=20.0)
 
 @pytest.mark.parametrize("how", ["complete", "open"])
 async def test_a_deadline_with_no_room_for_retry_after_raises_the_429(
-    make_client: Any, server: LocalServer, lane: str, how: str
+    make_client: Any, server: LocalServer, lane: str, how: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """``Retry-After: 30`` cannot fit in a 5 s deadline: the ``RateLimitError`` itself, at once, with its
-    status, body and ``Retry-After``, not an ``APITimeoutError`` that ``except RateLimitError`` misses."""
+    status, body and ``Retry-After``, not an ``APITimeoutError`` that ``except RateLimitError`` misses;
+    and no log line announces a retry that will not happen."""
     server.script(json_reply(429, {"detail": "slow down"}, {"retry-after": "30"}), NOT_ASKED)
     client = make_client("scale", lane, base_url=server.url, max_retries=2, deadline=5.0)
-    with pytest.raises(RateLimitError) as caught:
+    with caplog.at_level(logging.INFO, logger="wrapper"), pytest.raises(RateLimitError) as caught:
         await (call(client.complete("m", "p")) if how == "complete" else opened(client))
+    assert not [record.getMessage() for record in caplog.records if "retrying" in record.getMessage()]
     error = caught.value
     assert (error.status_code, error.body, error.retry_after) == (429, {"detail": "slow down"}, 30.0)
     assert re.search(

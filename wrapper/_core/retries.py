@@ -348,8 +348,9 @@ class Attempts:
         if forgiven and self._routing is not None and retries < max_retries:
             self.forgiven += 1
             return 0.0  # another pass at once: each target's pacer waits out its own pause
+        left = self.left()
         try:
-            delay = retry_or_raise(error, retries, max_retries, self.options.retry)
+            delay = retry_or_raise(error, retries, max_retries, self.options.retry, left)
         except APIError as final:
             if final is error and self._routing is not None:
                 raise self._exhausted(error) from error
@@ -358,7 +359,6 @@ class Attempts:
             self.forgiven += 1
         else:
             self.retries += 1
-        left = self.left()
         if delay >= left:
             raise self._no_room(error, delay, left)
         for hook in self.hooks:
@@ -435,8 +435,12 @@ def _attempts(made: int) -> str:
     return f"{made} attempt{'s' if made != 1 else ''}"
 
 
-def retry_or_raise(error: APIError, retries: int, max_retries: int, policy: RetryPolicy) -> float:
-    """Seconds to wait before retry ``retries + 1`` of ``error``'s request (logged at INFO).
+def retry_or_raise(
+    error: APIError, retries: int, max_retries: int, policy: RetryPolicy, left: float = math.inf
+) -> float:
+    """Seconds to wait before retry ``retries + 1`` of ``error``'s request (logged at INFO when the wait
+    fits in the ``left`` seconds of the call's deadline: one that does not is no retry, and the caller
+    raises the error saying so).
 
     Raises ``error`` when it is final: ``policy`` does not retry it, or ``retries`` has reached
     ``max_retries``.
@@ -444,6 +448,8 @@ def retry_or_raise(error: APIError, retries: int, max_retries: int, policy: Retr
     if retries >= max_retries or not policy.retries(error):
         raise error
     delay = policy.backoff(retries, policy.retry_after(error))
+    if delay >= left:
+        return delay
     request, url = error.request, redacted_url(error.request.url)
     cause = str(error).replace(f" ({request.method} {url})", "", 1)  # a status error's message names it too
     logger.info(
