@@ -70,7 +70,7 @@ class _Cached(CallHooks):
         while True:
             answer, flight = self._found(self.cache.get(self.key))
             if flight is None:
-                return answer
+                return answer if self.flight is None else self._stored_meanwhile(self.cache.get(self.key))
             landed = flight.wait(self._left())
             if landed is not None and (answer := self._answer(landed)) is not None:
                 return answer
@@ -85,7 +85,9 @@ class _Cached(CallHooks):
         while True:
             answer, flight = self._found(await self.cache.aget(self.key))
             if flight is None:
-                return answer
+                return (
+                    answer if self.flight is None else self._stored_meanwhile(await self.cache.aget(self.key))
+                )
             try:
                 async with asyncio.timeout(self._left()):
                     landed = await flight.await_entry()
@@ -104,6 +106,15 @@ class _Cached(CallHooks):
             self.flight = flight
             return None, None
         return None, flight
+
+    def _stored_meanwhile(self, entry: Entry | None) -> Completion | list[CompletionChunk] | None:
+        """The answer of a call that leads its flight, looking in the store once more: an identical call
+        may have stored its answer and landed its flight between this call's first look and its claim
+        (it would be sent twice). Found, the flight lands with it; else None: the call is sent."""
+        if entry is None or (answer := self._answer(entry)) is None:
+            return None
+        self._land(entry)
+        return answer
 
     def _answer(self, entry: Entry) -> Completion | list[CompletionChunk] | None:
         return self.cache.read(entry, stream=self.call.stream)

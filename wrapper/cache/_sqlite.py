@@ -33,13 +33,18 @@ never served."""
 
 
 class _Connection:
-    """One thread's connection (a holder, since ``sqlite3.Connection`` takes no weak reference)."""
+    """One thread's connection (a holder, since ``sqlite3.Connection`` takes no weak reference), closed
+    when its thread ends or its store goes: Python 3.13 warns of a connection collected open."""
 
     __slots__ = ("__weakref__", "db", "pid")
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
         self.pid = os.getpid()
+
+    def __del__(self) -> None:
+        if self.pid == os.getpid():  # a forked child's inherited one stays open (its parent's locks)
+            self.db.close()
 
 
 class SQLiteStore(Store):
