@@ -7,6 +7,7 @@ for many threads and processes; a store that fails is a miss with one warning (`
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -176,11 +177,11 @@ def test_a_forked_child_opens_its_own_sqlite_connection(tmp_path: Path) -> None:
 
 def test_another_programs_sqlite_file_is_refused_not_written(tmp_path: Path) -> None:
     path = tmp_path / "theirs.db"
-    with sqlite3.connect(path) as theirs:
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as theirs:
         theirs.execute("CREATE TABLE accounts (name TEXT)")
     with pytest.raises(sqlite3.DatabaseError, match="another program's SQLite database"):
         SQLiteStore(path).load("a")
-    with sqlite3.connect(path) as theirs:
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as theirs:
         tables = [row[0] for row in theirs.execute("SELECT name FROM sqlite_schema WHERE type='table'")]
     assert tables == ["accounts"]
 
@@ -188,7 +189,7 @@ def test_another_programs_sqlite_file_is_refused_not_written(tmp_path: Path) -> 
 def test_a_cache_file_of_another_layout_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "c.db"
     SQLiteStore(path).save("a", b"x")
-    with sqlite3.connect(path) as db:
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as db:
         db.execute("PRAGMA user_version=99")
     with pytest.raises(sqlite3.DatabaseError, match="layout 99, not 1"):
         SQLiteStore(path).load("a")
