@@ -14,6 +14,7 @@ import sqlite3
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 
 from ._store import Errors, Store, StoreStats
@@ -42,8 +43,8 @@ class _Connection:
         self.db = db
         self.pid = os.getpid()
 
-    def __del__(self) -> None:
-        if self.pid == os.getpid():  # a forked child's inherited one stays open (its parent's locks)
+    def __del__(self, getpid: Callable[[], int] = os.getpid) -> None:  # bound now: at exit ``os`` may be gone
+        if self.pid == getpid():  # a forked child's inherited one stays open (its parent's locks)
             self.db.close()
 
 
