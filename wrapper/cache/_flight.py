@@ -43,6 +43,7 @@ class Flight:
                 return
             if self._flights._under_way.get(self._key) is self:
                 del self._flights._under_way[self._key]
+            self._flights.landings += 1
             self._entry = entry
             self._done.set()
             waiters, self._waiters = self._waiters, []
@@ -79,6 +80,9 @@ class Flights:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._under_way: dict[str, Flight] = {}
+        self.landings = 0
+        """How many flights have landed: a caller that saw it change between its look in the store and
+        its claim looks again (the answer of an identical call may have been stored meanwhile)."""
 
     def claim(self, key: str) -> tuple[Flight, bool]:
         """``(flight, True)``: the caller leads ``key``'s flight and must ``land`` it; ``(flight, False)``:

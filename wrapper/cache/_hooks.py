@@ -68,9 +68,12 @@ class _Cached(CallHooks):
         if not self._keyed(url, body):
             return None
         while True:
+            landings = self.cache.flights.landings
             answer, flight = self._found(self.cache.get(self.key))
             if flight is None:
-                return answer if self.flight is None else self._stored_meanwhile(self.cache.get(self.key))
+                if self.flight is None or self.cache.flights.landings == landings:
+                    return answer
+                return self._stored_meanwhile(self.cache.get(self.key))
             landed = flight.wait(self._left())
             if landed is not None and (answer := self._answer(landed)) is not None:
                 return answer
@@ -83,11 +86,12 @@ class _Cached(CallHooks):
         if not self._keyed(url, body):
             return None
         while True:
+            landings = self.cache.flights.landings
             answer, flight = self._found(await self.cache.aget(self.key))
             if flight is None:
-                return (
-                    answer if self.flight is None else self._stored_meanwhile(await self.cache.aget(self.key))
-                )
+                if self.flight is None or self.cache.flights.landings == landings:
+                    return answer
+                return self._stored_meanwhile(await self.cache.aget(self.key))
             try:
                 async with asyncio.timeout(self._left()):
                     landed = await flight.await_entry()
@@ -108,9 +112,9 @@ class _Cached(CallHooks):
         return None, flight
 
     def _stored_meanwhile(self, entry: Entry | None) -> Completion | list[CompletionChunk] | None:
-        """The answer of a call that leads its flight, looking in the store once more: an identical call
-        may have stored its answer and landed its flight between this call's first look and its claim
-        (it would be sent twice). Found, the flight lands with it; else None: the call is sent."""
+        """The answer of a call that leads its flight, looking in the store once more because a flight
+        landed between its first look and its claim: an identical call may have stored its answer
+        meanwhile (it would be sent twice). Found, the flight lands with it; else None: it is sent."""
         if entry is None or (answer := self._answer(entry)) is None:
             return None
         self._land(entry)
