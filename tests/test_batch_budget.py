@@ -68,7 +68,8 @@ def test_a_prompt_in_flight_when_the_budget_is_reached_is_retried_to_its_end(
     counted_sandbox.inject(status=503, count=2, api="scale")
     budget = Budget(requests=1)
     results = list(scale.complete_many(MODEL, PROMPTS, budget=budget, max_tokens=1))
-    assert [(r.index, r.ok) for r in results] == [(0, True)]  # its retries are not new prompts
+    # one prompt (whichever worker thread asked first), retried to its end: its retries are not new prompts
+    assert [r.ok for r in results] == [True]
     assert counted_sandbox.stats().requests == 3
 
 
