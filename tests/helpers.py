@@ -11,6 +11,7 @@ import os
 import re
 import select
 import shutil
+import signal
 import socket
 import ssl
 import struct
@@ -732,3 +733,35 @@ def some_value(schema: dict[str, Any]) -> Any:
             name: some_value(sub) for name, sub in schema.get("properties", {"k": {"type": "string"}}).items()
         }
     return "x" * max(1, schema.get("minLength", 1))
+
+
+def clean_environment(**env: str) -> dict[str, str]:
+    """This process's environment without the clients' settings (nor pytest's), plus ``env``."""
+    clean = {k: v for k, v in os.environ.items() if k not in ENV_VARS and not k.startswith("PYTEST_")}
+    return clean | env
+
+
+@contextlib.contextmanager
+def gunicorn_serving(
+    app_dir: Path, env: dict[str, str], log: Path, *, workers: int, ready: str, options: tuple[str, ...] = ()
+) -> Iterator[str]:
+    """``app:app`` of ``app_dir`` under gunicorn (uvicorn workers) on a free port, until each of its
+    ``workers`` has logged ``ready``; the URL it serves at. Stopped with SIGTERM on the way out."""
+    command = [
+        sys.executable, "-m", "gunicorn", "app:app", *options, "--workers", str(workers),
+        "--worker-class", "uvicorn_worker.UvicornWorker", "--bind", "127.0.0.1:0",
+        "--chdir", str(app_dir), "--error-logfile", str(log), "--graceful-timeout", "5",
+    ]  # fmt: skip
+    server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        started = time.monotonic()
+        while not (log.exists() and log.read_text().count(ready) == workers):
+            assert server.poll() is None, log.read_text() if log.exists() else "gunicorn exited"
+            assert time.monotonic() - started < 60, log.read_text() if log.exists() else "no log"
+            time.sleep(0.05)
+        listening = re.search(r"Listening at: (http://\S+)", log.read_text())
+        assert listening, log.read_text()
+        yield listening[1]
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)

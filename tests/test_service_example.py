@@ -6,19 +6,16 @@ from __future__ import annotations
 
 import concurrent.futures
 import importlib.util
-import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from helpers import ENV_VARS
+from helpers import clean_environment, gunicorn_serving
 
 from wrapper.sandbox import Sandbox
 
@@ -28,19 +25,13 @@ PAGE = ROOT / "docs" / "services.md"
 USER_PLUGINS = ["-p", "asyncio", "-p", "pytest_httpx", "-p", "completion_clients"]  # as the docs' tests
 
 
-def _environment(**env: str) -> dict[str, str]:
-    """This process's environment without the clients' settings (nor pytest's), plus ``env``."""
-    clean = {k: v for k, v in os.environ.items() if k not in ENV_VARS and not k.startswith("PYTEST_")}
-    return clean | env
-
-
 @pytest.mark.serial  # its tests wait out a 0.3 s deadline and give a caller's leaving 1 s
 def test_the_service_tests_pass_as_a_user_runs_them(tmp_path: Path) -> None:
     """``pytest`` beside ``app.py`` in a directory of its own: no configuration, the plugins a user has."""
     for name in ("app.py", "test_app.py"):
         shutil.copy(EXAMPLE / name, tmp_path / name)
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *USER_PLUGINS, "test_app.py"]
-    env = _environment(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+    env = clean_environment(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(r"\b\d+ passed\b", done.stdout), done.stdout
@@ -51,7 +42,7 @@ def test_the_service_tests_pass_as_a_user_runs_them(tmp_path: Path) -> None:
 def gunicorn(sandbox: Sandbox, tmp_path: Path) -> Iterator[str]:
     """The service under gunicorn (``--preload``, 2 uvicorn workers) on a free port, its clients on
     ``sandbox``; the URL it serves at."""
-    env = _environment(
+    env = clean_environment(
         SGP_API_KEY="key",
         SGP_CLIENT_BASE_URL=sandbox.scale_base_url,
         GRADIENT_ACCESS_TOKEN="token",
@@ -59,24 +50,10 @@ def gunicorn(sandbox: Sandbox, tmp_path: Path) -> Iterator[str]:
         GRADIENT_API_URL=sandbox.gradient_base_url,
     )
     log = tmp_path / "gunicorn.log"
-    command = [
-        sys.executable, "-m", "gunicorn", "app:app", "--preload", "--workers", "2",
-        "--worker-class", "uvicorn_worker.UvicornWorker", "--bind", "127.0.0.1:0",
-        "--chdir", str(EXAMPLE), "--error-logfile", str(log), "--graceful-timeout", "5",
-    ]  # fmt: skip
-    server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        started = time.monotonic()
-        while not (log.exists() and log.read_text().count("Booting worker") == 2):
-            assert server.poll() is None, log.read_text() if log.exists() else "gunicorn exited"
-            assert time.monotonic() - started < 60, log.read_text() if log.exists() else "no log"
-            time.sleep(0.05)
-        listening = re.search(r"Listening at: (http://\S+)", log.read_text())
-        assert listening, log.read_text()
-        yield listening[1]
-    finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait(timeout=30)
+    with gunicorn_serving(
+        EXAMPLE, env, log, workers=2, ready="Booting worker", options=("--preload",)
+    ) as url:
+        yield url
 
 
 def test_under_gunicorn_preload_every_worker_answers_its_own_requests(

@@ -4,18 +4,13 @@ with four workers, against a sandbox keeping the route's limit, the workers keep
 from __future__ import annotations
 
 import concurrent.futures
-import os
-import re
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from helpers import ENV_VARS
+from helpers import clean_environment, gunicorn_serving
 
 from wrapper.sandbox import Sandbox
 
@@ -34,27 +29,12 @@ def limited() -> Iterator[Sandbox]:
 @pytest.fixture
 def service(limited: Sandbox, redis_url: str, tmp_path: Path) -> Iterator[str]:
     """The app under gunicorn (4 uvicorn workers) on a free port, sharing its limit through ``redis_url``."""
-    env = {k: v for k, v in os.environ.items() if k not in ENV_VARS and not k.startswith("PYTEST_")}
-    env |= {"SGP_API_KEY": "key", "SGP_CLIENT_BASE_URL": limited.scale_base_url, "LIMIT_STORE": redis_url}
+    env = clean_environment(
+        SGP_API_KEY="key", SGP_CLIENT_BASE_URL=limited.scale_base_url, LIMIT_STORE=redis_url
+    )
     log = tmp_path / "gunicorn.log"
-    command = [
-        sys.executable, "-m", "gunicorn", "app:app", "--workers", str(WORKERS),
-        "--worker-class", "uvicorn_worker.UvicornWorker", "--bind", "127.0.0.1:0",
-        "--chdir", str(EXAMPLE), "--error-logfile", str(log), "--graceful-timeout", "5",
-    ]  # fmt: skip
-    server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        started = time.monotonic()
-        while not (log.exists() and log.read_text().count("Application startup complete") == WORKERS):
-            assert server.poll() is None, log.read_text() if log.exists() else "gunicorn exited"
-            assert time.monotonic() - started < 60, log.read_text() if log.exists() else "no log"
-            time.sleep(0.05)
-        listening = re.search(r"Listening at: (http://\S+)", log.read_text())
-        assert listening, log.read_text()
-        yield listening[1]
-    finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait(timeout=30)
+    with gunicorn_serving(EXAMPLE, env, log, workers=WORKERS, ready="Application startup complete") as url:
+        yield url
 
 
 @pytest.mark.serial  # a rate
