@@ -186,6 +186,49 @@ async def net_client(net_env: pytest.MonkeyPatch) -> AsyncIterator[Callable[...,
         await call(client.close())
 
 
+SERIAL_MARK = "mark.serial"
+"""What the source of every module holding ``serial`` tests says (``@pytest.mark.serial``, ``pytestmark``)."""
+
+
+def _selects_only_serial(config: pytest.Config) -> bool:
+    """``-m`` and's ``serial`` with other terms, if any (``serial and not dist``): no other test can match."""
+    expression = config.option.markexpr
+    terms = [term.strip() for term in expression.split(" and ")]
+    return "serial" in terms and "(" not in expression and " or " not in expression
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """With ``-m serial...`` (the serial part), a test module that never says ``mark.serial`` is not even
+    imported: collecting the whole suite cost each of the part's processes about 8 s of CPU, collecting
+    the modules with serial tests about 4 (``pytest_collection_modifyitems`` refuses a serial test in a
+    module that does not say it, so none is left out)."""
+    if (
+        collection_path.suffix == ".py"
+        and collection_path.name.startswith("test_")
+        and _selects_only_serial(config)
+    ):
+        return SERIAL_MARK not in collection_path.read_text(encoding="utf-8") or None
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects anything
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A ``serial`` test must be in a module whose source says ``mark.serial`` (``pytest_ignore_collect``).
+
+    Under xdist, the modules marked ``long`` come first, in their order, the others after in theirs:
+    xdist hands out whole modules in this order (``--no-loadscope-reorder``, ``pyproject.toml``), and a
+    long module handed out last ends the part alone (xdist's own order, most tests first, gave the four
+    tests of ``test_spec_releases.py`` and the one of ``test_bench_smoke.py`` out last: 100 s alone)."""
+    unsaid = {
+        item.nodeid.split("::")[0] for item in items
+        if item.get_closest_marker("serial") and SERIAL_MARK not in item.path.read_text(encoding="utf-8")
+    }  # fmt: skip
+    if unsaid:
+        raise pytest.UsageError(f"serial tests in modules that never say {SERIAL_MARK}: {sorted(unsaid)}")
+    if hasattr(config, "workerinput"):
+        items.sort(key=lambda item: item.get_closest_marker("long") is None)  # stable: a module stays whole
+
+
 ONLY_SERIAL = pytest.StashKey[bool]()
 
 

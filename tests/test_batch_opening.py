@@ -17,7 +17,10 @@ from helpers import fast_server
 from wrapper.sandbox import Sandbox
 from wrapper.scale import AsyncScale, Scale
 
-pytestmark = pytest.mark.serial  # they measure rates and requests in flight
+pytestmark = [
+    pytest.mark.serial,  # they measure rates and requests in flight
+    pytest.mark.long,  # 51 s of one process in make test
+]
 
 SCALE_MODEL = "llama-3-8b-instruct"
 RPM = 1200  # 20 a second

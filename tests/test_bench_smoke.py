@@ -9,6 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.long  # 25-85 s of one process in make test
+
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPECTED = {

@@ -41,6 +41,8 @@ from sybil.parsers.markdown.lexers import RawFencedCodeBlockLexer
 
 from wrapper.sandbox import Sandbox
 
+pytestmark = pytest.mark.long  # 197-252 s of one process in make test
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
 NOT_RUN = re.compile(r"# Type-checked, not run: (?P<why>\S.*)")

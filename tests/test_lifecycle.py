@@ -21,7 +21,10 @@ from wrapper import CallHooks, ClientClosedError, Completion
 from wrapper.errors import APIError, InternalServerError
 from wrapper.sandbox import Sandbox
 
-pytestmark = pytest.mark.usefixtures("library")  # every test on httpx and on httpx2
+pytestmark = [
+    pytest.mark.usefixtures("library"),  # every test on httpx and on httpx2
+    pytest.mark.long,  # 44-51 s of one process in make test
+]
 
 MODELS = {"scale": "llama-3-8b-instruct", "gradient": "nous-hermes2"}
 

@@ -8,6 +8,8 @@ from importlib.metadata import entry_points
 import pytest
 from helpers import install_command
 
+pytestmark = pytest.mark.long  # 31-55 s of one process in make test
+
 pytest_plugins = ["pytester"]
 
 PLUGIN = "wrapper.pytest_plugin"

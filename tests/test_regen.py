@@ -10,6 +10,8 @@ import pytest
 import yaml
 from surface import diff_surfaces
 
+pytestmark = pytest.mark.long  # 65-79 s of one process in make test
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

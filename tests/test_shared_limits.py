@@ -29,6 +29,8 @@ from wrapper.scale import AsyncScale, Scale
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "bench"))
 from shared_runs import Job, Outcome, Setup, run
 
+pytestmark = pytest.mark.long  # 51 s of one process in make test
+
 MODEL = "llama-3-8b-instruct"
 PROCESSES = 4
 

@@ -30,7 +30,10 @@ VALIDATION, ERRORS, REQUESTS = (
     "tests/test_client_requests.py",
 )
 GENERATED, NORMALIZE = "tests/test_generated.py", "tests/test_normalize.py"
-pytestmark = pytest.mark.timeout(900)  # a regen and a test run of the copy each
+pytestmark = [
+    pytest.mark.timeout(900),  # a regen and a test run of the copy each
+    pytest.mark.long,  # 53-151 s of one process in make test
+]
 
 
 def _camel(name: str) -> str:

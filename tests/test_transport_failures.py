@@ -35,7 +35,10 @@ from wrapper.errors import (
 )
 from wrapper.sandbox import Sandbox
 
-pytestmark = pytest.mark.usefixtures("library")  # every test on httpx and on httpx2
+pytestmark = [
+    pytest.mark.usefixtures("library"),  # every test on httpx and on httpx2
+    pytest.mark.long,  # 55-59 s of one process in make test
+]
 
 EVENT = json.dumps({"completions": [["p", ["Hi"]]]})
 LAST = json.dumps({"completions": [["p", [" there"]]], "finish_reason": "stop"})

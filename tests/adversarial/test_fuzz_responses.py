@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import httpx
+import pytest
 from helpers import retry_waits
 from hypothesis import given
 from hypothesis import strategies as st
@@ -32,6 +33,8 @@ from wrapper.errors import (
 from ._clients import new_client
 from ._expect import GRADIENT_TYPES, STATUSES, is_gradient_error
 from ._schemas import JSON_VALUES, from_schema, fuzz_settings, mutated, schema
+
+pytestmark = pytest.mark.long  # 54-69 s of one process in make test
 
 EXAMPLES = 200
 fuzz = fuzz_settings(EXAMPLES)
