@@ -10,6 +10,7 @@ promises.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -281,6 +282,26 @@ class WireBody:
     def to_dict(self) -> dict[str, Any]:
         """The body's JSON fields."""
         return self._fields
+
+
+Kwargs = dict[str, Any]
+"""A generated request builder's keyword arguments for ``httpx.request``: method, url, json, headers."""
+
+
+def per_model(build: Callable[[str, WireBody], Kwargs]) -> Callable[[str, dict[str, Any]], Kwargs]:
+    """A generated request builder (``build(model, body)``: its kwargs), called once per model: what it
+    gives but the body (method, the path with the model quoted in it, headers) is kept for the model's
+    later calls (the last 1,024 models'), and each call's kwargs carry that call's body. Quoting the path
+    and building the headers cost more than the rest of a request."""
+
+    @functools.lru_cache(maxsize=1024)
+    def endpoint(model: str) -> Kwargs:
+        return build(model, WireBody({}))
+
+    def kwargs(model: str, body: dict[str, Any]) -> Kwargs:
+        return {**endpoint(path_segment("model", model)), "json": body}
+
+    return kwargs
 
 
 def check_encodable(arguments: Mapping[str, Any]) -> None:
