@@ -8,7 +8,7 @@ from typing import Any, cast
 import httpx
 
 from wrapper._core.error_mapping import Malformed, body_of, status_class, status_error
-from wrapper._core.results import Completion, ResponseHeaders
+from wrapper._core.results import Completion, ResponseHeaders, completion
 from wrapper._core.validate import (
     body_fields,
     check_params,
@@ -55,7 +55,7 @@ class GradientWire:
         raw = parse_model(CompleteModelSuccess.from_dict, content)
         if not isinstance(raw.generated_output, str) or not isinstance(raw.finish_reason, str):
             raise Malformed("has generatedOutput or finishReason that is not a string")
-        return Completion(raw.generated_output, raw.finish_reason, None, None, None, raw=raw, headers=headers)
+        return completion(raw.generated_output, raw.finish_reason, None, None, None, raw, headers)
 
     def status_error(self, response: httpx.Response) -> APIStatusError:
         """The error of a typed 4XX body by its ``type``; the status class for anything else.
