@@ -3,21 +3,28 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
 import httpx
 from httpx_sse import ServerSentEvent
 
 from wrapper._core.error_mapping import Malformed, body_of, status_error, status_message
-from wrapper._core.results import Completion, CompletionChunk, Deferred, ResponseHeaders, TokenLogprob
+from wrapper._core.results import (
+    Completion,
+    CompletionChunk,
+    Deferred,
+    ResponseHeaders,
+    TokenLogprob,
+    completion,
+    stream_chunk,
+)
 from wrapper._core.validate import (
-    WireBody,
     body_fields,
     check_params,
     json_object,
     model,
-    path_segment,
+    per_model,
     prompt_rule,
     rules,
 )
@@ -30,6 +37,11 @@ from wrapper.errors import APIStatusError, UnprocessableEntityError
 # The constraints the spec states for each keyword argument (generated/scale/params.py).
 RULES = rules(KEYWORDS)
 _PROMPT = prompt_rule(PROMPT)
+_KWARGS = per_model(
+    lambda model, body: create_completion._get_kwargs(
+        model_deployment_id=model, body=cast(CompletionRequestV2, body)
+    )
+)
 
 
 class ScaleWire:
@@ -41,13 +53,11 @@ class ScaleWire:
         body[PROMPT["wire"]] = _PROMPT("prompt", prompt)
         if stream:
             body["stream"] = True
-        return create_completion._get_kwargs(
-            model_deployment_id=path_segment("model", model), body=cast(CompletionRequestV2, WireBody(body))
-        )
+        return _KWARGS(model, body)
 
     def parse(self, content: bytes, headers: ResponseHeaders) -> Completion:
         """The ``Completion`` in a 200 response's body; ``Malformed`` if it is not what the spec says."""
-        return _result(Completion, json_object(content), headers)
+        return _result(completion, json_object(content), headers)
 
     def chunk(
         self, event: ServerSentEvent, response: httpx.Response, headers: ResponseHeaders
@@ -63,7 +73,7 @@ class ScaleWire:
         if not data:
             return None
         try:
-            return _result(CompletionChunk, json_object(data), headers)
+            return _result(stream_chunk, json_object(data), headers)
         except Malformed as exc:
             raise exc.at(response, data) from None
 
@@ -108,8 +118,9 @@ def _validation_errors(body: Any) -> list[tuple[tuple[int | str, ...], str, str]
 R = TypeVar("R", Completion, CompletionChunk)
 
 
-def _result(cls: type[R], data: dict[str, Any], headers: ResponseHeaders) -> R:
-    """``cls`` with the text, finish reason and token counts of a response body, checked against the spec.
+def _result(make: Callable[..., R], data: dict[str, Any], headers: ResponseHeaders) -> R:
+    """A result (``make``: ``results.completion`` or ``stream_chunk``) with the text, finish reason and token
+    counts of a response body, checked against the spec; the arguments go by position (faster).
 
     The generated model is built now when there are ``choices`` (logprobs need it); otherwise on
     first use of ``raw``, so the shape it walks (a list of lists) is checked here: a result that is
@@ -143,11 +154,9 @@ def _result(cls: type[R], data: dict[str, Any], headers: ResponseHeaders) -> R:
         raise Malformed("has a token count that is not an integer")
     if "choices" in data:
         raw = model(CompletionResponse.from_dict, data)
-        return cls(
-            text, finish_reason, prompt_tokens, response_tokens, _logprobs(raw), raw=raw, headers=headers
-        )
+        return make(text, finish_reason, prompt_tokens, response_tokens, _logprobs(raw), raw, headers)
     deferred = Deferred(CompletionResponse.from_dict, data)
-    return cls(text, finish_reason, prompt_tokens, response_tokens, None, raw=deferred, headers=headers)
+    return make(text, finish_reason, prompt_tokens, response_tokens, None, deferred, headers)
 
 
 def _logprobs(raw: CompletionResponse) -> tuple[TokenLogprob, ...] | None:
