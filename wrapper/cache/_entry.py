@@ -75,7 +75,7 @@ class Entry:
         if zlib.crc32(text) != crc:
             raise CorruptEntry("its checksum does not match (the stored bytes changed)")
         try:
-            document = json.loads(text)
+            document = json.loads(text.decode())  # UTF-8, as encode wrote it: not guessed
         except ValueError as exc:
             raise CorruptEntry(f"it is not JSON ({exc})") from None
         if not isinstance(document, dict) or document.get("key") != key:
