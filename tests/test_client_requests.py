@@ -112,6 +112,33 @@ async def test_scale_sends_only_the_fields_given(make_client: Any, mode: str) ->
     assert "x-selected-account-id" not in recorder.requests[0].headers
 
 
+async def test_each_call_goes_to_its_own_models_path_and_workspace(make_client: Any, mode: str) -> None:
+    """A model's path is worked out once and kept: calls alternating between models, and a client of
+    another workspace calling the same model, each still send their own."""
+    scale_recorder, gradient_recorder = Recorder(scale_body()), Recorder(GRADIENT_BODY)
+    scale = make_client("scale", mode, scale_recorder, base_url="https://sgp.test")
+    for model in ["a/1", "b 2", "a/1", "b 2"]:
+        await call(scale.complete(model, f"to {model}"))
+    paths = [
+        (request.url.raw_path, json.loads(request.content)["prompt"]) for request in scale_recorder.requests
+    ]
+    assert (
+        paths
+        == [
+            (b"/v4/models/a%2F1/completions", "to a/1"),
+            (b"/v4/models/b%202/completions", "to b 2"),
+        ]
+        * 2
+    )
+    for workspace in ["ws-1", "ws-2"]:
+        gradient = make_client("gradient", mode, gradient_recorder, workspace_id=workspace)
+        await call(gradient.complete("m", "hi"))
+    assert [request.headers["x-gradient-workspace-id"] for request in gradient_recorder.requests] == [
+        "ws-1",
+        "ws-2",
+    ]
+
+
 async def test_gradient_sends_every_parameter_in_camel_case(make_client: Any, mode: str) -> None:
     recorder = Recorder(GRADIENT_BODY)
     client = make_client("gradient", mode, recorder, base_url="https://gradient.test/api")

@@ -525,6 +525,28 @@ async def test_nothing_is_recorded_or_looked_up_when_no_provider_is_set(
     assert looked_up == []
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_a_provider_set_after_the_client_was_built_traces_its_next_calls(
+    served: Sandbox, mode: str, request: pytest.FixtureRequest
+) -> None:
+    scale = client(served, "scale", mode)
+    try:
+        untraced = scale.complete(MODELS["scale"], "Alice", max_tokens=4)
+        if mode == "async":
+            await untraced
+        telemetry: Telemetry = request.getfixturevalue("telemetry")  # the providers, set from here on
+        traced = scale.complete(MODELS["scale"], "A cat", max_tokens=4)
+        if mode == "async":
+            await traced
+    finally:
+        closed = scale.close()
+        if inspect.isawaitable(closed):
+            await closed
+
+    assert_call_span(telemetry.only_span(), served, "scale")
+    assert telemetry.points("gen_ai.client.operation.duration")
+
+
 def test_the_clients_never_import_opentelemetry(served: Sandbox) -> None:
     code = textwrap.dedent(f"""
         import sys

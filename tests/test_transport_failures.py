@@ -143,6 +143,42 @@ async def test_a_read_timeout_says_so_with_its_seconds_and_attempts(
     assert len(server.requests) == 3
 
 
+async def test_a_shorter_read_timeout_on_a_kept_connection_runs_out_at_its_own_time(
+    net_client: Any, server: LocalServer, path: str
+) -> None:
+    """A connection kept from a call allowed 30 s a read serves one allowed 0.25 s: the second runs out
+    after 0.25 s, not when the first call's read would have (aiohttp's connections time reads with one
+    timer each, armed again earlier for it)."""
+    server.script(json_reply(200, scale_body("Rome")), never_answers)
+    client = net_client("scale", path, server.url, timeout=httpx.Timeout(10.0, read=30.0))
+    assert (await call(client.complete("m", "p"))).text == "Rome"
+    started = time.monotonic()
+    with pytest.raises(APITimeoutError) as caught:
+        await call(client.complete("m", "p", timeout=httpx.Timeout(10.0, read=0.25)))
+    assert time.monotonic() - started < 10.0  # the 30 s read timeout did not decide it
+    assert str(caught.value) == f"read timeout: {where(server)} sent nothing for 0.25 s (after 1 attempt)"
+    assert len(server.requests) == 2
+
+
+def armed_timers(loop: asyncio.AbstractEventLoop) -> int:
+    """The timers armed in ``loop`` for later than a minute from now (a read timeout of 10 minutes)."""
+    later = loop.time() + 60
+    scheduled: list[asyncio.TimerHandle] = loop._scheduled  # type: ignore[attr-defined]
+    return sum(1 for handle in scheduled if not handle.cancelled() and handle.when() > later)
+
+
+async def test_a_closed_client_leaves_no_read_timer_armed(net_client: Any, server: LocalServer) -> None:
+    """A connection's read timer outlives its responses, never the connection: none is left armed (holding
+    the connection) once the client is closed."""
+    loop = asyncio.get_running_loop()
+    before = armed_timers(loop)
+    client = net_client("scale", "async", server.url, timeout=httpx.Timeout(10.0, read=600.0))
+    await asyncio.gather(*(client.complete("m", "p") for _ in range(4)))  # four connections
+    assert armed_timers(loop) > before  # armed while the connections are open
+    await client.close()
+    assert armed_timers(loop) == before
+
+
 @pytest.mark.parametrize("kind", ["complete", "stream"])
 async def test_a_timeout_cut_short_by_the_deadline_says_the_deadline_ran_out(
     net_client: Any, server: LocalServer, path: str, kind: str

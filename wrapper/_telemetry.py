@@ -49,17 +49,26 @@ TOKEN_BUCKETS = tuple(4.0**power for power in range(14))  # 1, 4, 16, ... 671088
 _current: contextvars.ContextVar[_Traced | None] = contextvars.ContextVar("wrapper_telemetry", default=None)
 
 
-def traced(call: CallInfo) -> CallHooks | None:
-    """The telemetry of one call: its hooks while a tracer or meter provider is set, else None.
+class _Telemetry:
+    """The hook factory ``traced``: false while no provider is set, so a call skips it (``HookFactory``)."""
 
-    The span is current while the call runs (so HTTP spans are its children), for a stream while
-    its request is made (a generator must not leave its context set while it yields). Inside a call
-    already traced this records nothing.
-    """
-    otel = _otel()
-    if otel is None or _current.get() is not None:
-        return None
-    return _Traced(otel, call)
+    def __call__(self, call: CallInfo) -> CallHooks | None:
+        """The telemetry of one call: its hooks while a tracer or meter provider is set, else None.
+
+        The span is current while the call runs (so HTTP spans are its children), for a stream while
+        its request is made (a generator must not leave its context set while it yields). Inside a call
+        already traced this records nothing.
+        """
+        otel = _otel()
+        if otel is None or _current.get() is not None:
+            return None
+        return _Traced(otel, call)
+
+    def __bool__(self) -> bool:
+        return _otel() is not None
+
+
+traced = _Telemetry()
 
 
 class _Otel(NamedTuple):

@@ -8,7 +8,7 @@ import functools
 import importlib
 import math
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Self, cast
 
@@ -37,8 +37,6 @@ from .transports.environment import proxy_in_env, ssl_context
 from .transports.library import HTTPX, Http, chosen, classes, core_name
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable
-
     from .results import Completion, CompletionChunk
     from .streams import AsyncCompletionStream
     from .transports.base import Request
@@ -119,9 +117,10 @@ class AsyncClient(ClientCore):
         """``async with client.with_streaming_response.stream(...) as response:``: status, headers first."""
         return AsyncWithStreamingResponse(self)
 
-    async def _complete(self, model: str, prompt: str, kwargs: Mapping[str, Any]) -> Completion:
+    def _complete(self, model: str, prompt: str, kwargs: Mapping[str, Any]) -> Awaitable[Completion]:
+        """``call``, the arguments split (a plain function: one coroutine fewer on every call's path)."""
         params, options = self._options.split(kwargs)
-        return await self.call(model, prompt, params, options)
+        return self.call(model, prompt, params, options)
 
     async def call(self, model: str, prompt: str, params: Mapping[str, Any], options: Options) -> Completion:
         """The async ``SyncClient.call``: ``complete`` with its keyword arguments split already."""

@@ -230,7 +230,7 @@ class ClientCore:
         self, options: Options, model: str, prompt: str, params: Mapping[str, Any], *, stream: bool
     ) -> Attempts:
         """A call's attempts, with the hooks its options' factories give it."""
-        if not options.hooks and options.cache is None:
+        if options.cache is None and not any(options.hooks):  # no factory, or none on (``HookFactory``)
             return Attempts(options, stream=stream)
         started = time.monotonic()
         deadline = None if options.deadline is None else started + options.deadline

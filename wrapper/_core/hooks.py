@@ -118,4 +118,6 @@ class CallHooks:
 
 
 HookFactory: TypeAlias = Callable[[CallInfo], CallHooks | None]
-"""What the ``hooks`` option holds: called with each call's ``CallInfo`` (a ``CallHooks`` subclass is one)."""
+"""What the ``hooks`` option holds: called with each call's ``CallInfo`` (a ``CallHooks`` subclass is one).
+A factory that is false when a call starts (``bool(factory)``) is not called for it: telemetry's is
+while no provider is set, so an untraced call builds no ``CallInfo``."""

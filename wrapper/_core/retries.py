@@ -82,9 +82,10 @@ async def asleep(seconds: float) -> None:
 
 
 def hooks_of(options: Options, call: CallInfo) -> list[CallHooks]:
-    """The hooks ``options``' factories give ``call``, then its API's response cache's if they name one."""
+    """The hooks ``options``' factories give ``call`` (those that are on: ``HookFactory``), then its API's
+    response cache's if they name one."""
     factories = options.hooks if options.cache is None else (*options.hooks, call.client.API.cache_hooks)
-    return [hook for factory in factories if (hook := factory(call)) is not None]
+    return [hook for factory in factories if factory and (hook := factory(call)) is not None]
 
 
 class Attempts:
@@ -508,7 +509,7 @@ async def arun(
             if type(target) is float:
                 await asleep(target)
                 continue
-            if answered is not None and (given := await attempts.aanswer()) is not None:
+            if answered is not None and attempts.hooks and (given := await attempts.aanswer()) is not None:
                 return answered(given, target)  # type: ignore[arg-type]
             for hook in attempts.hooks:
                 await hook.abefore()

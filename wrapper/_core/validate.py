@@ -10,6 +10,7 @@ promises.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -283,6 +284,26 @@ class WireBody:
         return self._fields
 
 
+Kwargs = dict[str, Any]
+"""A generated request builder's keyword arguments for ``httpx.request``: method, url, json, headers."""
+
+
+def per_model(build: Callable[[str, WireBody], Kwargs]) -> Callable[[str, dict[str, Any]], Kwargs]:
+    """A generated request builder (``build(model, body)``: its kwargs), called once per model: what it
+    gives but the body (method, the path with the model quoted in it, headers) is kept for the model's
+    later calls (the last 1,024 models'), and each call's kwargs carry that call's body. Quoting the path
+    and building the headers cost more than the rest of a request."""
+
+    @functools.lru_cache(maxsize=1024)
+    def endpoint(model: str) -> Kwargs:
+        return build(model, WireBody({}))
+
+    def kwargs(model: str, body: dict[str, Any]) -> Kwargs:
+        return {**endpoint(path_segment("model", model)), "json": body}
+
+    return kwargs
+
+
 def check_encodable(arguments: Mapping[str, Any]) -> None:
     """``ValueError`` naming the first of ``arguments`` (and where in it) that holds text UTF-8 cannot
     encode: a lone surrogate, as decoding with ``errors="surrogateescape"`` or splitting a surrogate pair
@@ -332,15 +353,22 @@ def json_object(content: bytes | str) -> dict[str, Any]:
 
 
 def _loads(content: bytes | str) -> Any:
-    """``json.loads``, faster for a stream event's data: it has no whitespace around it for loads to scan."""
-    if isinstance(content, str):
+    """``json.loads``, faster: UTF-8 is decoded here (loads first guesses the encoding of bytes), and a
+    body with no whitespace around it is read with no scan for it (a stream event's data has none)."""
+    if isinstance(content, bytes):
         try:
-            data, end = _RAW_DECODE(content)
-        except ValueError:
-            end = -1
-        if end == len(content):
-            return data
-    return json.loads(content)  # bytes, surrounding whitespace, or not JSON (then its error)
+            text = content.decode()
+        except UnicodeDecodeError:  # UTF-16 or UTF-32 (which loads reads), or not JSON (then its error)
+            return json.loads(content)
+    else:
+        text = content
+    try:
+        data, end = _RAW_DECODE(text)
+    except ValueError:
+        end = -1
+    if end == len(text):
+        return data
+    return json.loads(content)  # a byte order mark, surrounding whitespace, or not JSON (then its error)
 
 
 def model(from_dict: Callable[[Mapping[str, Any]], T], data: Mapping[str, Any]) -> T:

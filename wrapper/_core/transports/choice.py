@@ -53,12 +53,37 @@ def httpx_is_watched(library: Http = HTTPX) -> bool:
 
     Each is compared with the original captured the first time its module was seen (httpx's at import);
     a module not imported yet cannot have been patched, and is not imported here (httpcore is slow to).
+    The classes seen are kept (``_looked``): a call looks up their functions, and whether a module not
+    seen yet is imported now.
     """
+    looked = _looked.get(library)
+    if looked is None:
+        return _look(library)
+    seen, unseen = looked
+    for name in unseen:
+        if name in sys.modules:
+            return _look(library)
+    for owner, function, original in seen:  # noqa: SIM110  (any() of a generator costs a call 0.3 us more)
+        if getattr(owner, function) is not original:
+            return True
+    return False
+
+
+_looked: dict[Http, tuple[list[tuple[type, str, object]], set[str]]] = {}
+"""Each library's hooked classes seen so far (with their functions' names and originals), and the
+modules not imported when it was last looked at."""
+
+
+def _look(library: Http) -> bool:
+    """``httpx_is_watched``, looking each class up in its module (kept in ``_looked`` if none is watched)."""
+    seen, unseen = [], set()
     for key in _hooks(library):
         module = sys.modules.get(key[0])
         if module is None:
+            unseen.add(key[0])
             continue
-        hook = getattr(getattr(module, key[1]), key[2])
+        owner = getattr(module, key[1])
+        hook = getattr(owner, key[2])
         original = _originals.get(key)
         if original is None:
             if type(hook) is not types.FunctionType or hook.__module__.partition(".")[0] != key[0]:
@@ -66,6 +91,8 @@ def httpx_is_watched(library: Http = HTTPX) -> bool:
             original = _originals.setdefault(key, hook)
         if hook is not original:
             return True
+        seen.append((owner, key[2], original))
+    _looked[library] = (seen, unseen)
     return False
 
 

@@ -22,16 +22,14 @@ sockets are the parent's, and closing them would send TLS close_notify on the pa
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 import weakref
 from collections.abc import AsyncGenerator, Callable
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from . import fork
-
-if TYPE_CHECKING:
-    import asyncio
 
 __all__ = ["PerLoop"]
 
@@ -64,15 +62,11 @@ class PerLoop(Generic[P]):
 
     def ready(self) -> P | None:
         """The running loop's pool if it is open already (no waiting), else None."""
-        import asyncio
-
         entry = self._pools.get(asyncio.get_running_loop())
         return None if entry is None else entry[0]
 
     async def get(self) -> P:
         """The running loop's pool, built (and watched) on its first call."""
-        import asyncio  # here: `import wrapper.scale` does not import asyncio
-
         loop = asyncio.get_running_loop()
         entry = self._pools.get(loop)
         if entry is not None:
@@ -109,8 +103,6 @@ class PerLoop(Generic[P]):
 
     async def aclose(self) -> None:
         """Close this loop's pool now, and every other loop's pool from within that loop."""
-        import asyncio
-
         with self._lock:
             entries = list(self._pools.items())
         here = asyncio.get_running_loop()

@@ -10,11 +10,10 @@ import httpx
 from wrapper._core.error_mapping import Malformed, body_of, status_class, status_error
 from wrapper._core.results import Completion, ResponseHeaders
 from wrapper._core.validate import (
-    WireBody,
     body_fields,
     check_params,
     parse_model,
-    path_segment,
+    per_model,
     prompt_rule,
     rules,
 )
@@ -36,7 +35,11 @@ class GradientWire:
     """Gradient's request bodies, results and errors, for one workspace."""
 
     def __init__(self, workspace_id: str) -> None:
-        self._workspace_id = workspace_id
+        self._kwargs = per_model(
+            lambda model, body: complete_model._get_kwargs(
+                model, body=cast(CompleteModelBodyParams, body), x_gradient_workspace_id=workspace_id
+            )
+        )
 
     def request(self, model: str, prompt: str, params: Mapping[str, Any], *, stream: bool) -> dict[str, Any]:
         """The generated request builder's kwargs for a call; ``ValueError`` for what the spec forbids.
@@ -45,11 +48,7 @@ class GradientWire:
         """
         body = body_fields(check_params(params, RULES), KEYWORDS)
         body[PROMPT["wire"]] = _PROMPT("prompt", prompt)
-        return complete_model._get_kwargs(
-            path_segment("model", model),
-            body=cast(CompleteModelBodyParams, WireBody(body)),
-            x_gradient_workspace_id=self._workspace_id,
-        )
+        return self._kwargs(model, body)
 
     def parse(self, content: bytes, headers: ResponseHeaders) -> Completion:
         """The ``Completion`` in a 200 response's body (Gradient reports no token counts or logprobs)."""

@@ -12,12 +12,11 @@ from httpx_sse import ServerSentEvent
 from wrapper._core.error_mapping import Malformed, body_of, status_error, status_message
 from wrapper._core.results import Completion, CompletionChunk, Deferred, ResponseHeaders, TokenLogprob
 from wrapper._core.validate import (
-    WireBody,
     body_fields,
     check_params,
     json_object,
     model,
-    path_segment,
+    per_model,
     prompt_rule,
     rules,
 )
@@ -30,6 +29,11 @@ from wrapper.errors import APIStatusError, UnprocessableEntityError
 # The constraints the spec states for each keyword argument (generated/scale/params.py).
 RULES = rules(KEYWORDS)
 _PROMPT = prompt_rule(PROMPT)
+_KWARGS = per_model(
+    lambda model, body: create_completion._get_kwargs(
+        model_deployment_id=model, body=cast(CompletionRequestV2, body)
+    )
+)
 
 
 class ScaleWire:
@@ -41,9 +45,7 @@ class ScaleWire:
         body[PROMPT["wire"]] = _PROMPT("prompt", prompt)
         if stream:
             body["stream"] = True
-        return create_completion._get_kwargs(
-            model_deployment_id=path_segment("model", model), body=cast(CompletionRequestV2, WireBody(body))
-        )
+        return _KWARGS(model, body)
 
     def parse(self, content: bytes, headers: ResponseHeaders) -> Completion:
         """The ``Completion`` in a 200 response's body; ``Malformed`` if it is not what the spec says."""
