@@ -341,6 +341,44 @@ def test_the_pid_check_reopens_in_a_child_without_fork_hooks(tmp_path: Path) -> 
     assert store.load("b") == b"2"
 
 
+def test_a_forked_child_opens_its_own_redis_connection(redis_url: str) -> None:
+    import redis
+
+    store = RedisStore(redis_url)
+    store.save("a", b"1")  # the parent's connection, idle when it forks
+    pid = os.fork()
+    if pid == 0:  # the child: its first command connects anew, never on its parent's socket
+        with redis.Redis.from_url(redis_url) as server:
+            before = server.info("stats")["total_connections_received"]
+            code = 0 if store.load("a") == b"1" else 1
+            store.save("b", b"2")
+            code |= 0 if server.info("stats")["total_connections_received"] == before + 1 else 2
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert store.load("b") == b"2"  # the parent's own connection still pairs its commands and replies
+    store.close()
+
+
+def test_a_redis_command_that_timed_out_never_hands_its_reply_to_the_next(
+    redis_server: RedisServer, redis_url: str
+) -> None:
+    import redis
+
+    store = RedisStore(redis_url, timeout=0.3)
+    store.save("a", b"the answer of a")
+    store.save("b", b"the answer of b")
+    redis_server.pause()
+    try:
+        with pytest.raises(redis.TimeoutError):
+            store.load("a")
+    finally:
+        redis_server.resume()
+    time.sleep(0.1)  # the server answers the GET of "a" it was sent while frozen
+    assert store.load("b") == b"the answer of b"
+    store.close()
+
+
 # --- python -m wrapper cache stats|clear -----------------------------------------------------------------
 
 

@@ -22,6 +22,7 @@ __all__ = ["CorruptEntry", "Entry", "Recording"]
 
 Kind = Literal["complete", "stream"]
 _KINDS = ("complete", "stream")
+_compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode  # made once, as in _key
 
 
 class CorruptEntry(ValueError):
@@ -60,7 +61,7 @@ class Entry:
     def encode(self, key: str) -> bytes:
         """The bytes to store under ``key``."""
         document = {"key": key, "kind": self.kind, "results": list(self.results)}
-        text = json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
+        text = _compact(document).encode()
         return b"%08x" % zlib.crc32(text) + text
 
     @classmethod
@@ -74,7 +75,7 @@ class Entry:
         if zlib.crc32(text) != crc:
             raise CorruptEntry("its checksum does not match (the stored bytes changed)")
         try:
-            document = json.loads(text)
+            document = json.loads(text.decode())  # UTF-8, as encode wrote it: not guessed
         except ValueError as exc:
             raise CorruptEntry(f"it is not JSON ({exc})") from None
         if not isinstance(document, dict) or document.get("key") != key:
@@ -92,7 +93,9 @@ R = TypeVar("R", "Completion", "CompletionChunk")
 
 def _kept(result: Completion | CompletionChunk) -> dict[str, Any]:
     """A result as an entry keeps it: not a route's (a routed hit names its own) nor a hit."""
-    return {**result.to_dict(), "route": None, "cached": False}
+    data = result.to_dict()  # a new dict: changed in place
+    data["route"], data["cached"] = None, False
+    return data
 
 
 def _text(data: Mapping[str, Any]) -> str:

@@ -21,46 +21,56 @@ __all__ = ["Flight", "Flights"]
 class Flight:
     """One request under way; waiters get its entry, or None if it gave none."""
 
-    __slots__ = ("_done", "_entry", "_flights", "_key", "_waiters")
+    __slots__ = ("_entry", "_flights", "_key", "_landed", "_landing", "_waiters")
 
     def __init__(self, flights: Flights, key: str) -> None:
         self._flights = flights
         self._key = key
-        self._done = threading.Event()
+        self._landed = False
         self._entry: Entry | None = None
+        self._landing: threading.Event | None = None  # what sync waiters wait on, made by the first
+
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
 
     @property
     def landed(self) -> bool:
         """Whether the leader has landed it."""
-        return self._done.is_set()
+        return self._landed
 
     def land(self, entry: Entry | None) -> None:
         """The leader's answer (None: none to share); wakes every waiter, sync or async. Once: a later
         call does nothing."""
         with self._flights._lock:
-            if self._done.is_set():
+            if self._landed:
                 return
             if self._flights._under_way.get(self._key) is self:
                 del self._flights._under_way[self._key]
             self._flights.landings += 1
             self._entry = entry
-            self._done.set()
-            waiters, self._waiters = self._waiters, []
+            self._landed = True
+            landing, waiters, self._waiters = self._landing, self._waiters, []
+        if landing is not None:
+            landing.set()
         for loop, future in waiters:
             if not loop.is_closed():
                 loop.call_soon_threadsafe(_resolve, future)
 
     def wait(self, timeout: float | None = None) -> Entry | None:
         """The leader's entry, once it has landed (None: none, or ``timeout`` seconds passed first)."""
-        self._done.wait(timeout)
+        with self._flights._lock:
+            if self._landed:
+                return self._entry
+            if self._landing is None:
+                self._landing = threading.Event()
+            landing = self._landing
+        landing.wait(timeout)
         return self._entry
 
     async def await_entry(self) -> Entry | None:
         """``wait`` for async callers: the event loop runs on meanwhile (bound it with
         ``asyncio.timeout``)."""
         with self._flights._lock:
-            if self._done.is_set():
+            if self._landed:
                 return self._entry
             loop = asyncio.get_running_loop()
             future = loop.create_future()

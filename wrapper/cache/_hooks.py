@@ -55,9 +55,8 @@ class _Cached(CallHooks):
         """Set the call's key; whether it reads the cache (not with ``cache_read=False``)."""
         call = self.call
         client, options = call.client, call.options
-        self.key = request_key(
-            client.API, client.base_url, call.model, url, json.loads(body), options.cache_sample
-        )
+        sent = json.loads(body.decode())  # decoded first: json.loads of bytes guesses their encoding
+        self.key = request_key(client.API, client.base_url, call.model, url, sent, options.cache_sample)
         return bool(options.cache_read)
 
     def _left(self) -> float | None:

@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 __all__ = ["FORMAT", "request_key"]
 
 FORMAT = 1
+_canonical = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+).encode  # made once: ``json.dumps`` with options makes an encoder at every call
 
 
 def request_key(
@@ -38,5 +41,4 @@ def request_key(
     }
     if api.samples(body):
         document["sample"] = sample
-    text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(_canonical(document).encode()).hexdigest()
