@@ -149,6 +149,9 @@ async def test_gradient_error_data(make_client: Any) -> None:
     samples = [{"sample": "bad words"}, {"sample": "worse"}]
     flagged = error_for({"type": "flaggedContent", "message": "m", "payload": {"flaggedContent": samples}})
     assert flagged.samples == ["bad words", "worse"]
+    samples = [{"sample": None}, {"sample": "worse"}]  # a sample that is no text: left out, not a crash
+    flagged = error_for({"type": "flaggedContent", "message": "m", "payload": {"flaggedContent": samples}})
+    assert (type(flagged).__name__, flagged.samples) == ("ContentFlaggedError", ["worse"])
     parsing = error_for({"type": "bodyParsingError", "message": "m", "payload": VALIDATION_PAYLOAD})
     assert parsing.validation_error == VALIDATION_PAYLOAD["validationError"]
     assert parsing.formatted_validation_error == "query: bad"

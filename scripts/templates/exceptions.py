@@ -292,7 +292,8 @@ class ContentFlaggedError(GradientError):
 
 
 def _samples(raw: _FlaggedContentBody) -> list[str]:
-    return [item.sample for item in raw.payload.flagged_content]
+    """The flagged texts (a sample that is not text, as a malformed body may send, is left out)."""
+    return [item.sample for item in raw.payload.flagged_content if isinstance(item.sample, str)]
 
 
 class PayloadValidationError(GradientError):
