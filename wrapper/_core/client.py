@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
+import json.encoder
 import logging
 import os
 import time
@@ -79,6 +80,26 @@ def _log_response(request: Request, status: int, started: float) -> None:
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 """Bodies as httpx encodes a ``json=`` argument, so that every transport sends the same bytes (one
 encoder: ``json.dumps`` with these arguments builds one a call)."""
+_make_c_encoder: Any = getattr(json.encoder, "c_make_encoder", None)  # None outside CPython
+_C_ENCODER: Any = (
+    None
+    if _make_c_encoder is None
+    else _make_c_encoder(
+        None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", False, False, False
+    )
+)
+"""``_ENCODER``'s C encoder, made once: ``encode`` makes one a call, which cost half of a body's 1.5 us.
+Made without the check for circular references, whose ``markers`` would be shared by every call."""
+
+
+def _encoded(body: Mapping[str, Any]) -> bytes:
+    """``body`` as UTF-8 JSON, as ``_ENCODER`` encodes it (its ``ValueError`` for a circular reference)."""
+    if _C_ENCODER is not None:
+        try:
+            return "".join(_C_ENCODER(body, 0)).encode()
+        except RecursionError:  # circular, or nested too deep: the plain encoder says which
+            pass
+    return _ENCODER.encode(body).encode()
 
 
 def target_request(target: Target, *, prompt: str, stream: bool) -> Request:
@@ -266,7 +287,7 @@ class ClientCore:
             if options.extra_query:
                 url = str(httpx.URL(url).copy_merge_params(options.extra_query))
             body = {**kwargs["json"], **options.extra_body} if options.extra_body else kwargs["json"]
-            content = _ENCODER.encode(body).encode()
+            content = _encoded(body)
         except UnicodeEncodeError:  # a lone surrogate somewhere: say in which argument
             extra = {"extra_query": options.extra_query, "extra_body": options.extra_body}
             check_encodable({"model": model, "prompt": prompt, **params, **extra})
