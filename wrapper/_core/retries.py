@@ -509,6 +509,7 @@ async def arun(
             if type(target) is float:
                 await asleep(target)
                 continue
+            # ``attempts.hooks`` first: with none, no coroutine is made to ask none (``run`` has no such cost)
             if answered is not None and attempts.hooks and (given := await attempts.aanswer()) is not None:
                 return answered(given, target)  # type: ignore[arg-type]
             for hook in attempts.hooks:
