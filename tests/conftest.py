@@ -215,10 +215,11 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A ``serial`` test must be in a module whose source says ``mark.serial`` (``pytest_ignore_collect``).
 
-    Under xdist, the modules marked ``long`` come first, in their order, the others after in theirs:
-    xdist hands out whole modules in this order (``--no-loadscope-reorder``, ``pyproject.toml``), and a
-    long module handed out last ends the part alone (xdist's own order, most tests first, gave the four
-    tests of ``test_spec_releases.py`` and the one of ``test_bench_smoke.py`` out last: 100 s alone)."""
+    Under xdist, the modules marked ``long`` for the part running (``_long``) come first, in their order,
+    the others after in theirs: xdist hands out whole modules in this order (``--no-loadscope-reorder``,
+    ``pyproject.toml``), and a long module handed out last ends the part alone (xdist's own order, most
+    tests first, gave the four tests of ``test_spec_releases.py`` and the one of ``test_bench_smoke.py``
+    out last: 100 s alone)."""
     unsaid = {
         item.nodeid.split("::")[0] for item in items
         if item.get_closest_marker("serial") and SERIAL_MARK not in item.path.read_text(encoding="utf-8")
@@ -226,7 +227,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if unsaid:
         raise pytest.UsageError(f"serial tests in modules that never say {SERIAL_MARK}: {sorted(unsaid)}")
     if hasattr(config, "workerinput"):
-        items.sort(key=lambda item: item.get_closest_marker("long") is None)  # stable: a module stays whole
+        part = "serial" if _selects_only_serial(config) else "parallel"
+        items.sort(key=lambda item: not _long(item, part))  # stable: a module stays whole
+
+
+PARTS = ("parallel", "serial")
+
+
+def _long(item: pytest.Item, part: str) -> bool:
+    """Whether ``item``'s module is marked ``long`` for ``part``: ``pytest.mark.long("serial")`` names the
+    parts where the module keeps a process busy for a minute or so. Long in one part, a module can be
+    short in the other (``test_client_edges.py``: 45 s of tests in the parallel part, 6 s of serial ones),
+    and a short module handed out first delays a long one (the serial part took 160 s rather than 130
+    when ``test_ray.py``, 74 s, went out fourth, behind two modules long only in the parallel part)."""
+    mark = item.get_closest_marker("long")
+    if mark is None:
+        return False
+    if not mark.args or not set(mark.args) <= set(PARTS):
+        raise pytest.UsageError(f"{item.nodeid}: pytest.mark.long names the parts it is long in, of {PARTS}")
+    return part in mark.args
 
 
 ONLY_SERIAL = pytest.StashKey[bool]()

@@ -19,7 +19,7 @@ from wrapper.scale import AsyncScale, Scale
 
 pytestmark = [
     pytest.mark.serial,  # they measure rates and requests in flight
-    pytest.mark.long,  # 51 s of one process in make test
+    pytest.mark.long("serial"),  # 51 s of one process in make test
 ]
 
 SCALE_MODEL = "llama-3-8b-instruct"

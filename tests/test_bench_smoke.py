@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.long  # 25-85 s of one process in make test
+pytestmark = pytest.mark.long("parallel")  # 25-85 s of one process in make test
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -49,7 +49,7 @@ from wrapper.scale import AsyncScale, Scale
 
 pytestmark = [
     pytest.mark.usefixtures("library"),  # every test on httpx and on httpx2
-    pytest.mark.long,  # 38-50 s of one process in make test
+    pytest.mark.long("parallel"),  # 38-50 s of one process in make test
 ]
 
 # --- a malformed Scale body fails at complete(), never later from .raw ---------------------------------

@@ -41,7 +41,7 @@ from sybil.parsers.markdown.lexers import RawFencedCodeBlockLexer
 
 from wrapper.sandbox import Sandbox
 
-pytestmark = pytest.mark.long  # 197-252 s of one process in make test
+pytestmark = pytest.mark.long("parallel")  # 197-252 s of one process in make test
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]

@@ -23,7 +23,7 @@ from helpers import ENV_VARS, LocalServer, echo_reply
 
 pytestmark = [
     pytest.mark.usefixtures("library"),  # every test on httpx and on httpx2
-    pytest.mark.long,  # 100-119 s of one process in make test
+    pytest.mark.long("parallel"),  # 100-119 s of one process in make test
 ]
 
 ROUNDS = 10  # each a fresh fork from a parent whose pool holds a connection it has just used

@@ -23,7 +23,7 @@ from wrapper.sandbox import Sandbox
 
 pytestmark = [
     pytest.mark.usefixtures("library"),  # every test on httpx and on httpx2
-    pytest.mark.long,  # 44-51 s of one process in make test
+    pytest.mark.long("parallel"),  # 44-51 s of one process in make test
 ]
 
 MODELS = {"scale": "llama-3-8b-instruct", "gradient": "nous-hermes2"}

@@ -8,7 +8,7 @@ from importlib.metadata import entry_points
 import pytest
 from helpers import install_command
 
-pytestmark = pytest.mark.long  # 31-55 s of one process in make test
+pytestmark = pytest.mark.long("parallel")  # 31-55 s of one process in make test
 
 pytest_plugins = ["pytester"]
 

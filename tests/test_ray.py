@@ -33,7 +33,7 @@ from wrapper.ray import OUTPUT_COLUMNS, complete_dataset, summarize
 from wrapper.sandbox import Sandbox
 
 pytestmark = [
-    pytest.mark.long,  # 74 s of one process in make test
+    pytest.mark.long("serial"),  # 74 s of one process in make test
     pytest.mark.timeout(300),  # Ray starts its worker processes on first use: seconds each
     # A rate held across the cluster, and the cluster's processes take both CPUs: the module runs alone,
     # and so starts Ray once.

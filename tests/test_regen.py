@@ -10,7 +10,7 @@ import pytest
 import yaml
 from surface import diff_surfaces
 
-pytestmark = pytest.mark.long  # 65-79 s of one process in make test
+pytestmark = pytest.mark.long("parallel")  # 65-79 s of one process in make test
 
 ROOT = Path(__file__).resolve().parent.parent
 

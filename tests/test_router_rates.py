@@ -13,6 +13,8 @@ from wrapper import AsyncRouter, BatchStats, Route, Router
 from wrapper.sandbox import Sandbox
 from wrapper.scale import AsyncScale, Scale
 
+pytestmark = pytest.mark.long("serial")  # 25 s of serial tests: handed out last, they ended the part alone
+
 MODEL = "llama-3-8b-instruct"
 SECONDS = 5  # of batch at the sum of the limits: long enough for a rate within 10%
 

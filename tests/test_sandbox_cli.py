@@ -17,7 +17,7 @@ import pytest
 from wrapper.sandbox import Sandbox
 from wrapper.scale import Scale
 
-pytestmark = pytest.mark.long  # 54-75 s of one process in make test
+pytestmark = pytest.mark.long("parallel")  # 54-75 s of one process in make test
 
 
 def test_help_lists_the_models_the_rag_collection_the_triggers_and_the_faults() -> None:

@@ -29,7 +29,7 @@ from wrapper.scale import AsyncScale, Scale
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "bench"))
 from shared_runs import Job, Outcome, Setup, run
 
-pytestmark = pytest.mark.long  # 51 s of one process in make test
+pytestmark = pytest.mark.long("serial")  # 51 s of one process in the serial part
 
 MODEL = "llama-3-8b-instruct"
 PROCESSES = 4

@@ -32,7 +32,7 @@ VALIDATION, ERRORS, REQUESTS = (
 GENERATED, NORMALIZE = "tests/test_generated.py", "tests/test_normalize.py"
 pytestmark = [
     pytest.mark.timeout(900),  # a regen and a test run of the copy each
-    pytest.mark.long,  # 53-151 s of one process in make test
+    pytest.mark.long("parallel"),  # 53-151 s of one process in make test
 ]
 
 

@@ -23,7 +23,10 @@ from wrapper.errors import (
     InternalServerError,
 )
 
-pytestmark = pytest.mark.usefixtures("library")  # every test on httpx and on httpx2
+pytestmark = [
+    pytest.mark.usefixtures("library"),  # every test on httpx and on httpx2
+    pytest.mark.long("serial"),  # 37 s of one process in the serial part (its deadlines run out)
+]
 
 FINAL = sse_data("!", finish_reason="stop", prompt_tokens=3, response_tokens=3)
 EVENTS = [sse_data("Hel"), sse_data("lo"), FINAL]

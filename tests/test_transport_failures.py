@@ -37,7 +37,7 @@ from wrapper.sandbox import Sandbox
 
 pytestmark = [
     pytest.mark.usefixtures("library"),  # every test on httpx and on httpx2
-    pytest.mark.long,  # 55-59 s of one process in make test
+    pytest.mark.long("parallel", "serial"),  # 55-59 s of one process in make test, 34 s of serial tests
 ]
 
 EVENT = json.dumps({"completions": [["p", ["Hi"]]]})

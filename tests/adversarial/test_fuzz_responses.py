@@ -34,7 +34,7 @@ from ._clients import new_client
 from ._expect import GRADIENT_TYPES, STATUSES, is_gradient_error
 from ._schemas import JSON_VALUES, from_schema, fuzz_settings, mutated, schema
 
-pytestmark = pytest.mark.long  # 54-69 s of one process in make test
+pytestmark = pytest.mark.long("parallel")  # 54-69 s of one process in make test
 
 EXAMPLES = 200
 fuzz = fuzz_settings(EXAMPLES)
