@@ -12,7 +12,8 @@ closed, or idle for longer than ``limits.keepalive_expiry``, are closed and drop
 left half-closed (CLOSE-WAIT) after a burst, however long the client then stays idle.
 
 In a forked child the connections taken from the parent are dropped (``fork``). A host
-name is looked up within the connect timeout (``_Lookups``), as the async transports do. On httpx2
+name is looked up within the connect timeout (``_Lookups``), as the async transports do, and each
+connection sends a request's head with its body (``coalesce``). On httpx2
 (``library``), each connection is an ``httpx2.HTTPTransport`` and "httpcore" reads httpcore2.
 """
 
@@ -32,6 +33,7 @@ import httpcore
 import httpx
 
 from . import fork
+from .coalesce import Coalescing
 from .library import HTTPX, Http, also, core
 from .timers import TIMERS, Timer
 
@@ -216,6 +218,16 @@ class _Lookups(httpcore.NetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.NetworkStream:
+        return Coalescing(self._connect(host, port, timeout, local_address, socket_options), self._errors)
+
+    def _connect(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None,
+        local_address: str | None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None,
+    ) -> httpcore.NetworkStream:
         connect = self._sockets.connect_tcp
         if timeout is None or _is_address(host):
             return connect(host, port, timeout, local_address, socket_options)
@@ -239,7 +251,7 @@ class _Lookups(httpcore.NetworkBackend):
         timeout: float | None = None,
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.NetworkStream:
-        return self._sockets.connect_unix_socket(path, timeout, socket_options)
+        return Coalescing(self._sockets.connect_unix_socket(path, timeout, socket_options), self._errors)
 
     def sleep(self, seconds: float) -> None:
         self._sockets.sleep(seconds)
