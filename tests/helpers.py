@@ -613,7 +613,9 @@ def echo_reply(handler: _Handler) -> None:
     handler.wfile.write(content)
 
 
-def sse_reply(events: list[str | bytes | float], then: str = "end") -> Reply:
+def sse_reply(
+    events: list[str | bytes | float], then: str = "end", content_type: str = "text/event-stream"
+) -> Reply:
     """Stream ``events`` (each ``"data: ..."`` or ``"event: ...\\ndata: ..."``) as server-sent events.
 
     A ``bytes`` item is sent as it is (no blank line added), a ``float`` one is a pause of that many
@@ -628,7 +630,7 @@ def sse_reply(events: list[str | bytes | float], then: str = "end") -> Reply:
 
     def reply(handler: _Handler) -> None:
         handler.send_response(200)
-        handler.send_header("content-type", "text/event-stream")
+        handler.send_header("content-type", content_type)
         handler.send_header("transfer-encoding", "chunked")
         handler.end_headers()
         for event in events:

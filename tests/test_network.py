@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
+import json
 import re
 import selectors
 import socket
 import socketserver
+import ssl
 import threading
 import time
 import urllib.parse
@@ -38,6 +40,7 @@ from helpers import (
 
 from wrapper.errors import APIConnectionError, APIStatusError, APITimeoutError
 from wrapper.sandbox import Sandbox
+from wrapper.scale import Scale
 
 pytestmark = pytest.mark.usefixtures("library")  # every test on httpx and on httpx2
 
@@ -229,6 +232,54 @@ async def test_a_ca_bundle_from_ssl_cert_file_is_trusted(
     assert result.response_tokens == 4
     chunks = await collect(client.stream(SCALE_MODEL, "Alice", max_tokens=4))
     assert chunks[-1].response_tokens == 4
+
+
+class FirstReads:
+    """A TLS server on a free local port that answers each request with a Scale completion and keeps, for
+    each, what its first read of the request gave: a TLS socket's read returns one record's data at
+    most, so a head written apart from its body comes alone."""
+
+    def __init__(self, ca: trustme.CA) -> None:
+        self.first: list[bytes] = []
+        self._context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ca.issue_cert("127.0.0.1").configure_cert(self._context)
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"https://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        with contextlib.suppress(OSError):  # the listener closed
+            conn, _ = self._listener.accept()
+            with self._context.wrap_socket(conn, server_side=True) as tls:
+                while data := tls.recv(65536):
+                    self.first.append(data)
+                    head, _, body = data.partition(b"\r\n\r\n")
+                    length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))  # type: ignore[union-attr]
+                    while len(body) < length:
+                        body += tls.recv(65536)
+                    answer = json.dumps(scale_body("Paris")).encode()
+                    tls.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(answer), answer))
+
+    def close(self) -> None:
+        self._listener.close()
+        self._thread.join(5)
+
+
+def test_a_request_goes_in_one_write(net_env: pytest.MonkeyPatch, tls_ca: trustme.CA, ca_file: str) -> None:
+    # the sync client's own pool: httpcore writes a head and its body apart (two TLS records, two
+    # packets); they go together, on a new connection and on a kept one
+    net_env.setenv("SSL_CERT_FILE", ca_file)
+    server = FirstReads(tls_ca)
+    try:
+        with Scale(api_key="k", base_url=server.url, max_retries=0) as client:
+            for prompt in ("first", "second " * 100):
+                assert client.complete("m", prompt).text == "Paris"
+        assert len(server.first) == 2
+        for data, prompt in zip(server.first, ("first", "second " * 100), strict=True):
+            assert json.loads(data.partition(b"\r\n\r\n")[2]) == {"prompt": prompt}
+    finally:
+        server.close()
 
 
 async def test_an_unknown_ca_is_refused(net_client: Any, tls_sandbox: str, path: str) -> None:

@@ -176,6 +176,18 @@ async def test_a_byte_order_mark_before_the_first_event_is_dropped(
     assert [c.text for c in chunks] == ["Hel", "lo", "!"]
 
 
+async def test_an_event_stream_is_read_as_utf_8(make_client: Any, lane: str, server: LocalServer) -> None:
+    # whatever charset it declares; a character split across reads is read whole, and a byte that is
+    # not UTF-8 becomes U+FFFD (the rules for event streams), as it does at the body's very end
+    first = 'data: {"completions": [["p", ["é☃"]]]}\n\n'.encode()  # not json.dumps, which escapes them
+    cut = first.index("☃".encode()) + 1
+    wrong = b'data: {"completions": [["p", ["a\xffb"]]]}\n\n'
+    events = [first[:cut], 0.05, first[cut:], wrong, FINAL]
+    server.script(sse_reply(events, content_type="text/event-stream; charset=iso-8859-1"))
+    chunks = await collect(on(server, make_client, lane).stream("m", "p"))
+    assert [c.text for c in chunks] == ["é☃", "a\ufffdb", "!"]
+
+
 @pytest.mark.parametrize("done", ["data: [DONE]", "data:[DONE]"])
 async def test_done_ends_the_stream(make_client: Any, lane: str, server: LocalServer, done: str) -> None:
     # after [DONE]: an event that is not a chunk, then keep-alive comments until the client leaves

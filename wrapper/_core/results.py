@@ -6,7 +6,7 @@ Both serialise: ``to_dict()`` (plain JSON types), ``to_json()``, and back with `
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import attrs
 
@@ -77,17 +77,12 @@ def _decode(value: bytes) -> str:
         return value.decode("latin-1")
 
 
-class Deferred(Generic[M]):
-    """A generated model not built yet: ``from_dict(data)``, run the first time ``raw`` is read.
+Deferred = tuple[Callable[[Mapping[str, Any]], M], Mapping[str, Any]]
+"""A generated model not built yet: ``(from_dict, data)``, built the first time ``raw`` is read.
 
-    Building it costs more than the rest of a result; a stream of thousands of chunks rarely reads it.
-    """
-
-    __slots__ = ("data", "from_dict")
-
-    def __init__(self, from_dict: Callable[[Mapping[str, Any]], M], data: Mapping[str, Any]) -> None:
-        self.from_dict = from_dict
-        self.data = data
+Building it costs more than the rest of a result; a stream of thousands of chunks rarely reads it.
+A plain tuple: made with no call of ours, once for each chunk of a stream.
+"""
 
 
 NO_HEADERS = ResponseHeaders(())
@@ -147,8 +142,9 @@ class _Result:
     def raw(self) -> CompletionResponse | CompleteModelSuccess:
         """The generated model of the response (or stream event) this result was read from."""
         raw = self._raw
-        if isinstance(raw, Deferred):
-            raw = raw.from_dict(raw.data)
+        if isinstance(raw, tuple):  # a Deferred
+            from_dict, data = raw
+            raw = from_dict(data)
             object.__setattr__(self, "_raw", raw)  # frozen to callers; filled in once, here
         return raw
 

@@ -15,8 +15,9 @@ OpenAI-style gateways send last, ends the stream: nothing after it is read.
 
 from __future__ import annotations
 
+import codecs
 import itertools
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, cast
 
@@ -37,45 +38,62 @@ _END = "\n\n"
 
 class _Body:
     """What ``EventSource`` reads of a response (its headers and text): the text as UTF-8 with a
-    leading BOM dropped, then a blank line."""
+    leading BOM dropped, then a blank line.
+
+    The body's bytes (``iter_bytes``: content-decoded, counted, as mocks give them) are decoded here by
+    one incremental UTF-8 decoder, not by ``iter_text``, whose decoder and chunker are two more Python
+    steps and a generator for each read of a stream."""
 
     def __init__(self, response: httpx.Response) -> None:
-        response.encoding = "utf-8"
         self.headers = response.headers
         self._response = response
 
     def iter_text(self) -> Iterator[str]:
-        # httpx yields no empty text, so the first piece holds the whole BOM even if split across reads
-        texts = self._response.iter_text()
+        decode = _decoder()
+        texts = filter(None, map(decode, self._response.iter_bytes()))  # no step of ours per read
+        # no empty text, so the first holds the whole BOM even if it came split across reads
         first = next(texts, "").removeprefix(_BOM)
-        return itertools.chain((first,), texts, (_END,))  # no generator of ours: a stream's hot path
+        return itertools.chain((first,), texts, _flushed(decode), (_END,))
 
     async def aiter_text(self) -> AsyncIterator[str]:
-        texts = self._response.aiter_text()
-        yield (await anext(texts, "")).removeprefix(_BOM)
-        async for text in texts:
+        decode = _decoder()
+        pieces = self._response.aiter_bytes()
+        async for piece in pieces:
+            if text := decode(piece):
+                yield text.removeprefix(_BOM)
+                break
+        async for piece in pieces:
+            if text := decode(piece):
+                yield text
+        for text in _flushed(decode):
             yield text
         yield _END
+
+
+def _decoder() -> Callable[..., str]:
+    """An incremental UTF-8 decoder's ``decode``: a character split across reads is decoded whole, and
+    bytes that are not UTF-8 become U+FFFD, as the rules for event streams say."""
+    return codecs.getincrementaldecoder("utf-8")(errors="replace").decode
+
+
+def _flushed(decode: Callable[..., str]) -> Iterator[str]:
+    """What ``decode`` holds at the body's end (a character cut short: U+FFFD), if anything."""
+    if text := decode(b"", True):
+        yield text
 
 
 def _source(response: httpx.Response) -> EventSource:
     return EventSource(cast("httpx.Response", _Body(response)))
 
 
-def _read(event: ServerSentEvent) -> bool | None:
-    """Whether the clients read ``event`` (a chunk's or an error's) or skip it; None at ``[DONE]``."""
-    name = event.event
-    if name in _DATA:
-        return None if event.data == _DONE else True
-    return name == "error"
-
-
 def events(response: httpx.Response) -> Iterator[ServerSentEvent]:
     """The completion and error events of a stream's body, up to its end or a ``data: [DONE]``."""
     for event in _source(response).iter_sse():
-        if (read := _read(event)) is None:
-            return
-        if read:
+        if event.event in _DATA:  # inline, as in ``aevents``: this runs once for each chunk
+            if event.data == _DONE:
+                return
+            yield event
+        elif event.event == "error":
             yield event
 
 
@@ -83,7 +101,9 @@ async def aevents(response: httpx.Response) -> AsyncGenerator[ServerSentEvent]:
     """``events`` of an async response."""
     async with aclosing(_source(response).aiter_sse()) as sse:  # at [DONE] too, not when collected
         async for event in sse:
-            if (read := _read(event)) is None:
-                return
-            if read:
+            if event.event in _DATA:
+                if event.data == _DONE:
+                    return
+                yield event
+            elif event.event == "error":
                 yield event

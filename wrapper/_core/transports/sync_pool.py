@@ -12,13 +12,15 @@ closed, or idle for longer than ``limits.keepalive_expiry``, are closed and drop
 left half-closed (CLOSE-WAIT) after a burst, however long the client then stays idle.
 
 In a forked child the connections taken from the parent are dropped (``fork``). A host
-name is looked up within the connect timeout (``_Lookups``), as the async transports do. On httpx2
+name is looked up within the connect timeout (``_Lookups``), as the async transports do, and each
+connection sends a request's head with its body in one write (``Coalescing``). On httpx2
 (``library``), each connection is an ``httpx2.HTTPTransport`` and "httpcore" reads httpcore2.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import functools
 import ipaddress
 import socket
@@ -216,6 +218,16 @@ class _Lookups(httpcore.NetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.NetworkStream:
+        return Coalescing(self._connect(host, port, timeout, local_address, socket_options), self._errors)
+
+    def _connect(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None,
+        local_address: str | None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None,
+    ) -> httpcore.NetworkStream:
         connect = self._sockets.connect_tcp
         if timeout is None or _is_address(host):
             return connect(host, port, timeout, local_address, socket_options)
@@ -239,7 +251,7 @@ class _Lookups(httpcore.NetworkBackend):
         timeout: float | None = None,
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.NetworkStream:
-        return self._sockets.connect_unix_socket(path, timeout, socket_options)
+        return Coalescing(self._sockets.connect_unix_socket(path, timeout, socket_options), self._errors)
 
     def sleep(self, seconds: float) -> None:
         self._sockets.sleep(seconds)
@@ -278,3 +290,64 @@ def _lookup(host: str, port: int, timeout: float, errors: Any) -> list[str]:
         raise errors.ConnectTimeout(f"looking up {host} took longer than {timeout:g} s") from None
     except OSError as exc:  # not found, no network
         raise errors.ConnectError(str(exc)) from exc
+
+
+_JOIN = 64 * 1024
+"""The largest piece of a body sent in one write with the head: a larger one is not copied to join it."""
+
+
+class Coalescing(httpcore.NetworkStream):
+    """httpcore's ``stream`` (``core``'s: httpcore or httpcore2), a request's head sent with its body.
+
+    httpcore writes a request's head and then its body, each on its own: over TLS, two records and two
+    ``send`` calls where one would do, and with ``TCP_NODELAY`` (which httpcore sets) two packets.
+    Python's ``http.client`` sends a small body with its head for this reason (and, without
+    ``TCP_NODELAY``, to keep Nagle's algorithm from holding the body back until the head's delayed
+    ACK); aiohttp holds a request's head until its body too. Here the first write after a read (a
+    request's head) is held and sent with the write that follows (its body), or before the next read
+    (a request without a body). The pool opens HTTP/1.1 connections only: there, a request's writes
+    and the reads of its response come one after another from one thread.
+    """
+
+    def __init__(self, stream: httpcore.NetworkStream, core: Any) -> None:
+        self._stream = stream
+        self._core = core
+        self._head_next = True  # the next write is a request's head
+        self._held: bytes | None = None
+        self._timeout: float | None = None
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        if not buffer:
+            return
+        held, self._held = self._held, None
+        if self._head_next:
+            self._head_next = False
+            self._held, self._timeout = buffer, timeout
+            return
+        if held is not None:
+            if len(buffer) > _JOIN:
+                self._stream.write(held, timeout)
+            else:
+                buffer = held + buffer
+        self._stream.write(buffer, timeout)
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        held, self._held = self._held, None
+        if held is not None:
+            # a failed write, as httpcore treats one: read what the server said (an early 413, say)
+            with contextlib.suppress(self._core.WriteError):
+                self._stream.write(held, self._timeout)
+        self._head_next = True
+        return self._stream.read(max_bytes, timeout)
+
+    def close(self) -> None:
+        self._held = None
+        self._stream.close()
+
+    def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
+        return Coalescing(self._stream.start_tls(ssl_context, server_hostname, timeout), self._core)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)

@@ -155,7 +155,7 @@ def _result(make: Callable[..., R], data: dict[str, Any], headers: ResponseHeade
     if "choices" in data:
         raw = model(CompletionResponse.from_dict, data)
         return make(text, finish_reason, prompt_tokens, response_tokens, _logprobs(raw), raw, headers)
-    deferred = Deferred(CompletionResponse.from_dict, data)
+    deferred: Deferred[CompletionResponse] = (CompletionResponse.from_dict, data)
     return make(text, finish_reason, prompt_tokens, response_tokens, None, deferred, headers)
 
 
