@@ -58,14 +58,12 @@ lint: install  ## ruff (lint and format) and mypy --strict on the hand-written c
 # The suite in two parts (CONTRIBUTING.md, "The test suite"). The tests marked `serial` measure rates,
 # in-flight peaks or wall-clock time: they run first, among themselves only, on SERIAL_WORKERS
 # processes (they wait on servers and clocks far more than they compute: 37 s of CPU in 237 s when
-# run one at a time, and seldom want a CPU at the same moment). On 2 CPUs, with the 163 serial tests
-# of this release, three at once took 139 s and four 112-115 s (93 s of CPU, so the CPUs stay more than
-# half idle), against test_ray.py's 74 s on one process, the floor; earlier, with fewer serial tests,
-# three took 86-97 s in eight runs and two 124 s. Then the checks run beside the rest of the suite on WORKERS
+# run one at a time; three at once took 86-97 s in eight runs on 2 CPUs, two at once 124 s, and
+# seldom want a CPU at the same moment). Then the checks run beside the rest of the suite on WORKERS
 # processes (nothing there measures time, and mypy's caches are apart); by then the serial part has
 # written pytest's rewritten modules to their caches, which the WORKERS reuse. Each `-m` replaces
 # pyproject.toml's `-m "not dist"`, so it says it again.
-SERIAL_WORKERS ?= 4
+SERIAL_WORKERS ?= 3
 PARALLEL_PART := $(PYTEST) -n $(WORKERS) -m "not serial and not dist"
 SERIAL_PART := $(PYTEST) -n $(SERIAL_WORKERS) -m "serial and not dist"
 # Each job's output in one piece where make can (GNU make 4+; 3.81, macOS's, interleaves it).
