@@ -132,6 +132,30 @@ def test_many_threads_share_a_store(make_store: Callable[..., Store]) -> None:
     assert store.stats().entries == 400
 
 
+def test_threads_opening_a_new_file_at_once_wait_for_each_other(tmp_path: Path) -> None:
+    # each thread's first use switches the new file to WAL, which SQLite refuses at once ("database is
+    # locked") while another connection holds the file; a batch's workers all start so on a new cache
+    errors: list[BaseException] = []
+    for round_ in range(100):
+        store = SQLiteStore(tmp_path / f"{round_}.db")
+        ready = threading.Barrier(8)
+
+        def first_read(store: SQLiteStore = store, ready: threading.Barrier = ready) -> None:
+            ready.wait()
+            try:
+                assert store.load("k") is None
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=first_read) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        store.close()
+    assert errors == []
+
+
 WRITER = """
 import sys
 from wrapper.cache import open_store

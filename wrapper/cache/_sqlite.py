@@ -21,6 +21,9 @@ from ._store import Errors, Store, StoreStats
 
 __all__ = ["SQLiteStore"]
 
+_BUSY_PAUSE = 0.005
+"""Seconds between two tries of a statement SQLite answered busy without waiting."""
+
 APPLICATION_ID = 0x57434331  # "WCC1": a response cache of this package
 LAYOUT = 1
 _SCHEMA = (
@@ -92,13 +95,27 @@ class SQLiteStore(Store):
             self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
         )
         try:
-            db.execute("PRAGMA journal_mode=WAL")
+            self._when_free(lambda: db.execute("PRAGMA journal_mode=WAL"))
             db.execute("PRAGMA synchronous=NORMAL")  # durable at each checkpoint; a crash loses no file
             self._check_layout(db)
         except BaseException:
             db.close()
             raise
         return db
+
+    def _when_free(self, statement: Callable[[], object]) -> None:
+        """Run ``statement`` (switching a new file to WAL), waiting up to ``busy_timeout`` while another
+        connection holds the file: SQLite answers "database is locked" at once there, without waiting
+        as ``busy_timeout`` makes it wait for a write (threads of a batch opening one new file met it)."""
+        deadline = time.monotonic() + self._busy_timeout
+        while True:
+            try:
+                statement()
+                return
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+                    raise
+            time.sleep(_BUSY_PAUSE)
 
     def _check_layout(self, db: sqlite3.Connection) -> None:
         """Create the table in a new file; refuse another program's database or another layout."""
