@@ -21,11 +21,21 @@ import httpx
 
 from .library import HTTPX, Http
 
-__all__ = ["AsyncTransport", "ClientClosedError", "Reply", "Request"]
+__all__ = ["AsyncTransport", "ClientClosedError", "CommonHeaders", "Reply", "Request"]
 
 
 class ClientClosedError(RuntimeError):
     """A call on a closed client (closing one closes its ``with_options`` copies too): build a new one."""
+
+
+class CommonHeaders(dict[str, str]):
+    """The headers every plain call of a client sends (no ``extra_headers``, no stream), one object
+    for the client and its ``with_options`` copies. A call sends these headers or more, never fewer.
+
+    A transport over a pool of the client's own makes them the pool's default headers, then sends
+    each request that carries them with no headers of its own (``httpx_transport``): httpx merging a
+    request's headers into its client's costs about a twentieth of a sync TLS request's CPU.
+    """
 
 
 @dataclasses.dataclass(slots=True, eq=False)

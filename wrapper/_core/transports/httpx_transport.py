@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import functools
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import httpx
 
 from . import fork
-from .base import Reply, Request
+from .base import CommonHeaders, Reply, Request
 from .library import HTTPX, Http, also, library_of
 from .reuse import AsyncSettled, Settled
 
@@ -28,8 +28,11 @@ def _url(library: Http, url: str) -> httpx.URL:
     return library.URL(url)
 
 
-def _built(client: httpx.Client | httpx.AsyncClient, request: Request) -> httpx.Request:
-    """``request`` as ``client`` builds it: with its default headers, cookies and query parameters.
+def _built(
+    client: httpx.Client | httpx.AsyncClient, request: Request, headers: Mapping[str, str] | None
+) -> httpx.Request:
+    """``request`` as ``client`` builds it: with its default headers, cookies and query parameters, and
+    ``headers`` over them (None: the client's defaults are the request's headers already).
 
     The timeouts go as a tuple, which httpx and httpx2 both take (an ``httpx.Timeout`` is not an
     ``httpx2.Timeout``).
@@ -39,7 +42,7 @@ def _built(client: httpx.Client | httpx.AsyncClient, request: Request) -> httpx.
         request.method,
         _url(request.library, request.url),
         content=request.content,
-        headers=request.headers,
+        headers=headers,
         timeout=(timeout.connect, timeout.read, timeout.write, timeout.pool),
     )
 
@@ -65,11 +68,17 @@ class HttpxTransport:
     inherited and builds its own (``wrapper._core.transports.fork``). A client you pass is yours to rebuild.
     An own pool is closed when this transport is collected, quietly: its sockets would each warn
     (``ResourceWarning``) if collected open. A client you pass is yours to close.
+
+    An own pool takes the first ``CommonHeaders`` it is asked to send as its default headers; the
+    requests that carry them then go without headers of their own, and httpx has none to merge. Any
+    other request's headers go over those defaults, and every request carries at least their names:
+    what each request sends is the same. A client you pass keeps its defaults.
     """
 
     def __init__(self, client: httpx.Client, own: Callable[[], httpx.Client] | None = None) -> None:
         self.client = client
         self._own = own
+        self._defaults: CommonHeaders | None = None  # made the own pool's default headers
         library = library_of(client, asynchronous=False) or HTTPX
         self._settled = also(Settled, library.SyncByteStream)  # httpx2's responses read only its streams
         self._owned = [client]  # what to close when collected: held by the finalizer, not through self
@@ -80,6 +89,7 @@ class HttpxTransport:
     def after_fork(self) -> None:
         if self._own is not None and not self.client.is_closed:
             inherited, self.client = self.client, self._own()
+            self._defaults = None
             self._owned[0] = self.client
             fork.release(inherited)
 
@@ -94,13 +104,25 @@ class HttpxTransport:
     def stream(self, request: Request, idle: float | None) -> httpx.Response:
         """The response, its body to read: a connection with bytes left over after it is not pooled."""
         client = self.client
-        response = client.send(_built(client, request), stream=True, follow_redirects=False)
+        response = client.send(
+            _built(client, request, self._headers(request.headers)), stream=True, follow_redirects=False
+        )
         assert isinstance(response.stream, request.library.SyncByteStream)
         response.stream = self._settled(response.stream)
         return _idle(response, idle)
 
     def close(self) -> None:
         self.client.close()
+
+    def _headers(self, headers: Mapping[str, str]) -> Mapping[str, str] | None:
+        """What to send over the pool's default headers: None when they are ``headers``."""
+        if headers is self._defaults:
+            return None
+        if self._defaults is None and self._own is not None and type(headers) is CommonHeaders:
+            self.client.headers = headers  # httpx's own defaults, these over them
+            self._defaults = headers
+            return None
+        return headers
 
 
 def _close(owned: list[httpx.Client]) -> None:
@@ -125,7 +147,10 @@ class AsyncHttpxTransport:
 
     async def stream(self, request: Request, idle: float | None) -> httpx.Response:
         """The response, its body to read: a connection with bytes left over after it is not pooled."""
-        response = await self.client.send(_built(self.client, request), stream=True, follow_redirects=False)
+        client = self.client
+        response = await client.send(
+            _built(client, request, request.headers), stream=True, follow_redirects=False
+        )
         assert isinstance(response.stream, request.library.AsyncByteStream)
         response.stream = self._settled(response.stream)
         return _idle(response, idle)
