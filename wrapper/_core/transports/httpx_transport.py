@@ -17,6 +17,7 @@ from . import fork
 from .base import CommonHeaders, Reply, Request
 from .library import HTTPX, Http, also, library_of
 from .reuse import AsyncSettled, Settled
+from .sync_pool import CheckoutTransport
 
 __all__ = ["AsyncHttpxTransport", "HttpxTransport", "reply_of"]
 
@@ -79,8 +80,7 @@ class HttpxTransport:
         self.client = client
         self._own = own
         self._defaults: CommonHeaders | None = None  # made the own pool's default headers
-        library = library_of(client, asynchronous=False) or HTTPX
-        self._settled = also(Settled, library.SyncByteStream)  # httpx2's responses read only its streams
+        self._settled = _settler(client)
         self._owned = [client]  # what to close when collected: held by the finalizer, not through self
         if own is not None:
             fork.register(self)
@@ -89,7 +89,7 @@ class HttpxTransport:
     def after_fork(self) -> None:
         if self._own is not None and not self.client.is_closed:
             inherited, self.client = self.client, self._own()
-            self._defaults = None
+            self._settled, self._defaults = _settler(self.client), None
             self._owned[0] = self.client
             fork.release(inherited)
 
@@ -108,7 +108,8 @@ class HttpxTransport:
             _built(client, request, self._headers(request.headers)), stream=True, follow_redirects=False
         )
         assert isinstance(response.stream, request.library.SyncByteStream)
-        response.stream = self._settled(response.stream)
+        if self._settled is not None:
+            response.stream = self._settled(response.stream)
         return _idle(response, idle)
 
     def close(self) -> None:
@@ -123,6 +124,15 @@ class HttpxTransport:
             self._defaults = headers
             return None
         return headers
+
+
+def _settler(client: httpx.Client) -> Callable[[httpx.SyncByteStream], Settled] | None:
+    """What wraps a response's body so that its connection is not pooled if bytes were left over after
+    it (``reuse``); None if the client's transport checks that itself (``CheckoutTransport``)."""
+    if isinstance(getattr(client, "_transport", None), CheckoutTransport):
+        return None
+    library = library_of(client, asynchronous=False) or HTTPX
+    return also(Settled, library.SyncByteStream)  # httpx2's responses read only its streams
 
 
 def _close(owned: list[httpx.Client]) -> None:
