@@ -14,14 +14,14 @@ Sync clients send through httpx (``httpx_transport``). Async clients have two tr
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
 import httpx
 
 from .library import HTTPX, Http
 
-__all__ = ["AsyncTransport", "ClientClosedError", "CommonHeaders", "Reply", "Request"]
+__all__ = ["AsyncTransport", "ClientClosedError", "CommonHeaders", "PoolDefaults", "Reply", "Request"]
 
 
 class ClientClosedError(RuntimeError):
@@ -33,9 +33,31 @@ class CommonHeaders(dict[str, str]):
     for the client and its ``with_options`` copies. A call sends these headers or more, never fewer.
 
     A transport over a pool of the client's own makes them the pool's default headers, then sends
-    each request that carries them with no headers of its own (``httpx_transport``): httpx merging a
+    each request that carries them with no headers of its own (``PoolDefaults``): httpx merging a
     request's headers into its client's costs about a twentieth of a sync TLS request's CPU.
     """
+
+
+class PoolDefaults:
+    """The ``CommonHeaders`` a pool of a client's own took as its default headers: the first it was
+    asked to send. A request that carries them goes with no headers of its own; any other request's
+    go over them, and carry at least their names, so each request sends what it carries."""
+
+    __slots__ = ("_take", "_taken")
+
+    def __init__(self, take: Callable[[CommonHeaders], object]) -> None:
+        self._take = take  # makes them the pool's defaults (its library's own defaults, these over them)
+        self._taken: CommonHeaders | None = None
+
+    def over(self, headers: Mapping[str, str]) -> Mapping[str, str] | None:
+        """The headers to send with a request that carries ``headers``: None if they are the defaults."""
+        if headers is self._taken:
+            return None
+        if self._taken is None and type(headers) is CommonHeaders:
+            self._take(headers)
+            self._taken = headers
+            return None
+        return headers
 
 
 @dataclasses.dataclass(slots=True, eq=False)

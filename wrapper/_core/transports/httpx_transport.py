@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 import httpx
 
 from . import fork
-from .base import CommonHeaders, Reply, Request
+from .base import PoolDefaults, Reply, Request
 from .library import HTTPX, Http, also, library_of
 from .reuse import AsyncSettled, Settled
 from .sync_pool import CheckoutTransport
@@ -70,16 +70,14 @@ class HttpxTransport:
     An own pool is closed when this transport is collected, quietly: its sockets would each warn
     (``ResourceWarning``) if collected open. A client you pass is yours to close.
 
-    An own pool takes the first ``CommonHeaders`` it is asked to send as its default headers; the
-    requests that carry them then go without headers of their own, and httpx has none to merge. Any
-    other request's headers go over those defaults, and every request carries at least their names:
-    what each request sends is the same. A client you pass keeps its defaults.
+    An own pool takes a client's ``CommonHeaders`` as its default headers (``PoolDefaults``), so httpx
+    has no headers to merge for most requests. A client you pass keeps its defaults.
     """
 
     def __init__(self, client: httpx.Client, own: Callable[[], httpx.Client] | None = None) -> None:
         self.client = client
         self._own = own
-        self._defaults: CommonHeaders | None = None  # made the own pool's default headers
+        self._defaults = self._pool_defaults()
         self._settled = _settler(client)
         self._owned = [client]  # what to close when collected: held by the finalizer, not through self
         if own is not None:
@@ -89,7 +87,7 @@ class HttpxTransport:
     def after_fork(self) -> None:
         if self._own is not None and not self.client.is_closed:
             inherited, self.client = self.client, self._own()
-            self._settled, self._defaults = _settler(self.client), None
+            self._settled, self._defaults = _settler(self.client), self._pool_defaults()
             self._owned[0] = self.client
             fork.release(inherited)
 
@@ -103,10 +101,9 @@ class HttpxTransport:
 
     def stream(self, request: Request, idle: float | None) -> httpx.Response:
         """The response, its body to read: a connection with bytes left over after it is not pooled."""
-        client = self.client
-        response = client.send(
-            _built(client, request, self._headers(request.headers)), stream=True, follow_redirects=False
-        )
+        client, defaults = self.client, self._defaults
+        headers = request.headers if defaults is None else defaults.over(request.headers)
+        response = client.send(_built(client, request, headers), stream=True, follow_redirects=False)
         assert isinstance(response.stream, request.library.SyncByteStream)
         if self._settled is not None:
             response.stream = self._settled(response.stream)
@@ -115,15 +112,12 @@ class HttpxTransport:
     def close(self) -> None:
         self.client.close()
 
-    def _headers(self, headers: Mapping[str, str]) -> Mapping[str, str] | None:
-        """What to send over the pool's default headers: None when they are ``headers``."""
-        if headers is self._defaults:
+    def _pool_defaults(self) -> PoolDefaults | None:
+        """The own pool's default headers (None for a client you pass)."""
+        if self._own is None:
             return None
-        if self._defaults is None and self._own is not None and type(headers) is CommonHeaders:
-            self.client.headers = headers  # httpx's own defaults, these over them
-            self._defaults = headers
-            return None
-        return headers
+        client = self.client
+        return PoolDefaults(lambda headers: setattr(client, "headers", headers))
 
 
 def _settler(client: httpx.Client) -> Callable[[httpx.SyncByteStream], Settled] | None:
