@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import CLASSES, CREDENTIALS, ROOT, LocalServer, call, collect, json_reply, scale_body
+from helpers import CLASSES, CREDENTIALS, ROOT, LocalServer, call, collect, echo_reply, json_reply, scale_body
 
 from wrapper import RetryPolicy
 from wrapper.errors import APITimeoutError, BadRequestError, InternalServerError
@@ -53,6 +53,29 @@ async def test_extras_reach_the_request_and_the_innermost_wins(
     assert plain_path == "/v4/models/m/completions?region=eu"
     assert plain_headers["x-trace"] == "client"
     assert plain_body == {"prompt": "p"}
+
+
+async def test_each_call_sends_its_own_headers_whatever_went_before_it(
+    make_client: Any, server: LocalServer, lane: str, library: Any
+) -> None:
+    """A client's own pool takes the headers of its plain calls as its defaults (``CommonHeaders``): a
+    call with more headers and a stream before the first plain call, a ``with_options`` copy's call and a
+    plain call after it each send their own headers, no more and no fewer; a plain call sends what a
+    new client's first call sends."""
+    server.script(echo_reply)
+    await call(make_client("scale", lane, base_url=server.url).complete("m", "p"))  # a new client's
+    client = make_client("scale", lane, base_url=server.url)
+    await call(client.complete("m", "p", extra_headers={"X-Trace": "call"}))
+    await collect(client.stream("m", "p"))
+    await call(client.complete("m", "p"))
+    await call(client.with_options(extra_headers={"X-Team": "search"}).complete("m", "p"))
+    await call(client.complete("m", "p"))
+    first, traced, streamed, plain, team, again = (headers for _, _, headers, _ in server.requests)
+    assert first["x-api-key"] == CREDENTIALS["scale"]["api_key"]
+    assert plain == again == first
+    assert traced == {**plain, "x-trace": "call"}
+    assert team == {**plain, "x-team": "search"}
+    assert streamed == {**plain, "accept": "text/event-stream", "content-length": streamed["content-length"]}
 
 
 async def test_per_call_timeout_and_max_retries(

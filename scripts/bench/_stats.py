@@ -18,7 +18,9 @@ class Sizes:
     requests: int  # sync and async rows: requests per run
     concurrency: int  # async row and batch: requests in flight
     chunks: int  # streaming row: SSE events in the stream
-    runs: int  # runs per figure of the sync, async and streaming rows
+    runs: int  # runs per figure of the async and streaming rows
+    cpu_requests: int  # sync rows (CPU per request): requests per run
+    cpu_runs: int  # ... and runs per figure, each paired with the baseline's in its round
     import_runs: int
     batch_small: int
     batch_large: int
@@ -60,6 +62,8 @@ FULL = Sizes(
     concurrency=64,
     chunks=5000,
     runs=7,
+    cpu_requests=250,
+    cpu_runs=40,
     import_runs=9,
     batch_small=2000,
     batch_large=200_000,
@@ -100,6 +104,8 @@ QUICK = Sizes(
     concurrency=4,
     chunks=50,
     runs=2,
+    cpu_requests=10,
+    cpu_runs=2,
     import_runs=2,
     batch_small=20,
     batch_large=200,
@@ -173,7 +179,10 @@ def interleaved(runs: int, variants: Mapping[str, Callable[[], float]]) -> dict[
 class Row:
     """One line of the table: the wrapper's figure against a baseline's, and the target it must meet.
 
-    ``compare`` is ``"ratio"`` (wrapper / baseline <= target), ``"delta"`` (wrapper - baseline <=
+    ``compare`` is ``"ratio"`` (wrapper / baseline <= target), ``"paired"`` (the median of the runs'
+    ratios, each of a wrapper run to the baseline's run in the same round of ``interleaved``, <= target:
+    for CPU per request, which drifts with the machine's load by more than the clients differ, from
+    round to round), ``"delta"`` (wrapper - baseline <=
     target), ``"floor"`` (wrapper / baseline >= target, judged on the worst run), ``"within"``
     (wrapper / baseline within 1 +/- target) or ``"share"`` (wrapper / baseline <= target, shown as
     a percentage); ``target`` None marks a row shown for information only.
@@ -194,6 +203,11 @@ class Row:
             return self.wrapper.median - self.baseline.median
         if self.compare == "floor":
             return min(self.wrapper.samples) / self.baseline.median
+        if self.compare == "paired":
+            return statistics.median(
+                ours / theirs
+                for ours, theirs in zip(self.wrapper.samples, self.baseline.samples, strict=True)
+            )
         return self.wrapper.median / self.baseline.median
 
     @property

@@ -2,6 +2,9 @@
 
 The figure is the client process's CPU time per request (``time.process_time``), so the server's
 work, in its own process, does not count; the baseline is the same POST plus ``response.json()``.
+The wrapper's runs alternate with the baseline's (``interleaved``), and the row's ratio is the median
+of each round's ratio (``compare="paired"``): the machine's speed drifts between rounds by more than
+the two differ.
 """
 
 from __future__ import annotations
@@ -49,15 +52,23 @@ def _row(
 
     with client, plain:
         for call in (complete, post):  # connect, fill caches
-            cpu_per_request(max(sizes.requests // 10, 1), call)()
+            cpu_per_request(sizes.cpu_requests, call)()
         figures = interleaved(
-            sizes.runs,
+            sizes.cpu_runs,
             {
-                "wrapper": cpu_per_request(sizes.requests, complete),
-                "httpx": cpu_per_request(sizes.requests, post),
+                "wrapper": cpu_per_request(sizes.cpu_requests, complete),
+                "httpx": cpu_per_request(sizes.cpu_requests, post),
             },
         )
-    return Row(name, "µs CPU/request", figures["wrapper"], "httpx.Client", figures["httpx"], target=1.10)
+    return Row(
+        name,
+        "µs CPU/request",
+        figures["wrapper"],
+        "httpx.Client",
+        figures["httpx"],
+        target=1.10,
+        compare="paired",
+    )
 
 
 def sync_rows(url: str, sizes: Sizes) -> list[Row]:
@@ -66,7 +77,7 @@ def sync_rows(url: str, sizes: Sizes) -> list[Row]:
     gradient = Gradient(access_token=KEY, workspace_id=WORKSPACE, base_url=f"{url}/api")
     return [
         _row(
-            f"sync Scale.complete x{sizes.requests}",
+            f"sync Scale.complete x{sizes.cpu_requests}",
             sizes,
             scale,
             lambda: scale.complete(MODEL, PROMPT, max_tokens=MAX_TOKENS),
@@ -75,7 +86,7 @@ def sync_rows(url: str, sizes: Sizes) -> list[Row]:
             scale_body(),
         ),
         _row(
-            f"sync Gradient.complete x{sizes.requests}",
+            f"sync Gradient.complete x{sizes.cpu_requests}",
             sizes,
             gradient,
             lambda: gradient.complete(MODEL, PROMPT, max_generated_token_count=MAX_TOKENS),

@@ -9,7 +9,8 @@ but the construction row counts loading a CA.
 - async keep-alive: ``AsyncScale.complete`` at concurrency ``concurrency``, connections kept alive;
 - 500 at once, cold: a new client sends ``cold_requests`` requests at once, each answer held
   ``cold_delay`` s, so every one opens a connection (a TLS handshake each, on one client CPU);
-- sync CPU per request: sequential ``Scale.complete`` against ``httpx.Client.post(...).json()``;
+- sync CPU per request: sequential ``Scale.complete`` against ``httpx.Client.post(...).json()``, runs
+  paired as in ``row_sync``;
 - construction: building and closing ``clients`` clients, against a 2 ms target (an httpx client loads a
   CA bundle into a context of its own; the package's clients share one cached context);
 - streams: ``row_streams``'s row over TLS;
@@ -216,11 +217,11 @@ def _sync(url: str, context: ssl.SSLContext, sizes: Sizes) -> list[Row]:
             "httpx2": lambda: plain2.post(SCALE_PATH, json=body).json(),
         }
         for call in calls.values():  # connect, fill caches
-            cpu_per_request(max(sizes.requests // 10, 1), call)()
+            cpu_per_request(sizes.cpu_requests, call)()
         figures = interleaved(
-            sizes.runs, {name: cpu_per_request(sizes.requests, call) for name, call in calls.items()}
+            sizes.cpu_runs, {name: cpu_per_request(sizes.cpu_requests, call) for name, call in calls.items()}
         )
-    name, unit = f"Scale.complete x{sizes.requests}", "µs CPU/request"
+    name, unit = f"Scale.complete x{sizes.cpu_requests}", "µs CPU/request"
     return [
         Row(
             f"TLS sync on httpx: {name}",
@@ -229,6 +230,7 @@ def _sync(url: str, context: ssl.SSLContext, sizes: Sizes) -> list[Row]:
             "httpx.Client",
             figures["httpx"],
             target=1.0,
+            compare="paired",
         ),
         Row(
             f"TLS sync on httpx2: {name}",
@@ -237,6 +239,7 @@ def _sync(url: str, context: ssl.SSLContext, sizes: Sizes) -> list[Row]:
             "httpx2.Client",
             figures["httpx2"],
             target=1.0,
+            compare="paired",
         ),
     ]
 

@@ -61,6 +61,8 @@ def _outcome(row: Row) -> tuple[str, str, str]:
         value, target = f"{row.value:.2f}x (worst run)", f"≥ {row.target:g}x"
     elif row.compare == "within":
         value, target = f"{row.value:.2f}x", f"1 ± {row.target:g}x"
+    elif row.compare == "paired":
+        value, target = f"{row.value:.2f}x (runs paired)", f"≤ {row.target:g}x"
     else:
         value, target = f"{row.value:.2f}x", "—" if row.target is None else f"≤ {row.target:g}x"
     met = {None: "—", True: "yes", False: "**no**"}[row.met]

@@ -38,7 +38,7 @@ from .results import ResponseHeaders, routed
 from .retries import Attempts, Target, hooks_of
 from .settings import Connect, checked_arguments, checked_base_url, checked_http_client, credentials, from_env
 from .transports import fork
-from .transports.base import ClientClosedError, Reply, Request
+from .transports.base import ClientClosedError, CommonHeaders, Reply, Request
 from .transports.library import Http, classes
 from .validate import check_encodable
 
@@ -187,6 +187,7 @@ class ClientCore:
             "User-Agent": user_agent(self._library),
             **checked_headers(arguments.pop("default_headers", None)),
         }
+        self._common: dict[tuple[tuple[str, str], ...], CommonHeaders] = {}  # shared with copies
         self._options = Options(hooks=api.hooks).merged(arguments)
         warn_if_insecure(self._base_url, http_client)
         return http_client, limits
@@ -292,10 +293,22 @@ class ClientCore:
             extra = {"extra_query": options.extra_query, "extra_body": options.extra_body}
             check_encodable({"model": model, "prompt": prompt, **params, **extra})
             raise
-        headers = {**self._headers, **options.extra_headers, **self._credentials, **kwargs["headers"]}
-        if streams:
-            headers["Accept"] = "text/event-stream"
+        if options.extra_headers or streams:
+            headers = {**self._headers, **options.extra_headers, **self._credentials, **kwargs["headers"]}
+            if streams:
+                headers["Accept"] = "text/event-stream"
+        else:
+            headers = self._common_headers(kwargs["headers"])
         return Request(kwargs["method"].upper(), url, headers, content, options.timeout, self._library)
+
+    def _common_headers(self, wire: Mapping[str, str]) -> CommonHeaders:
+        """The headers of a plain call whose request builder gave ``wire``: one object while they are
+        the same (``CommonHeaders``)."""
+        key = tuple(wire.items())
+        headers = self._common.get(key)
+        if headers is None:
+            headers = self._common[key] = CommonHeaders({**self._headers, **self._credentials, **wire})
+        return headers
 
     def _checked(self, reply: Reply, request: Request, started: float) -> Reply:
         """``reply`` if it is a success (2xx), else its typed error raised; logged at DEBUG either way.

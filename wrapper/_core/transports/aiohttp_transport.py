@@ -24,7 +24,7 @@ import functools
 import importlib
 import io
 import ssl
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, cast
 
 import aiohttp
@@ -32,7 +32,7 @@ import aiohttp.http_exceptions
 import httpx
 from aiohttp.client_proto import ResponseHandler
 
-from .base import Reply, Request
+from .base import PoolDefaults, Reply, Request
 from .library import Http, also
 
 __all__ = ["AiohttpTransport"]
@@ -237,6 +237,7 @@ class AiohttpTransport:
         self._limits = limits
         self._library = library
         self._session: aiohttp.ClientSession | None = None
+        self._defaults = PoolDefaults(self._take_headers)  # the session's default headers
         # The pool's cap: a slot per request in flight, a stream's held until its body is closed.
         cap = limits.max_connections
         self._slots = None if cap is None else asyncio.Semaphore(cap)
@@ -258,7 +259,12 @@ class AiohttpTransport:
             max_field_size=_HEAD,
             max_headers=_HEAD // 4,  # as many as fit in a head of that size ("a:\r\n")
         )
+        self._defaults = PoolDefaults(self._take_headers)
         return self._session
+
+    def _take_headers(self, headers: Mapping[str, str]) -> None:
+        assert self._session is not None  # taken by a request, in ``_request``, after ``_open``
+        self._session.headers.update(headers)
 
     def _request(self, request: Request, read: float | None) -> aiohttp.client._RequestContextManager:
         session = self._session or self._open()
@@ -267,7 +273,7 @@ class AiohttpTransport:
             request.method,
             request.url,
             data=request.content if len(request.content) <= _LARGE else io.BytesIO(request.content),
-            headers=request.headers,
+            headers=self._defaults.over(request.headers),
             timeout=_client_timeout(timeout.connect, read),
             allow_redirects=False,
         )

@@ -14,18 +14,50 @@ Sync clients send through httpx (``httpx_transport``). Async clients have two tr
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
 import httpx
 
 from .library import HTTPX, Http
 
-__all__ = ["AsyncTransport", "ClientClosedError", "Reply", "Request"]
+__all__ = ["AsyncTransport", "ClientClosedError", "CommonHeaders", "PoolDefaults", "Reply", "Request"]
 
 
 class ClientClosedError(RuntimeError):
     """A call on a closed client (closing one closes its ``with_options`` copies too): build a new one."""
+
+
+class CommonHeaders(dict[str, str]):
+    """The headers every plain call of a client sends (no ``extra_headers``, no stream), one object
+    for the client and its ``with_options`` copies. A call sends these headers or more, never fewer.
+
+    A transport over a pool of the client's own makes them the pool's default headers, then sends
+    each request that carries them with no headers of its own (``PoolDefaults``): httpx merging a
+    request's headers into its client's costs about a twentieth of a sync TLS request's CPU.
+    """
+
+
+class PoolDefaults:
+    """The ``CommonHeaders`` a pool of a client's own took as its default headers: the first it was
+    asked to send. A request that carries them goes with no headers of its own; any other request's
+    go over them, and carry at least their names, so each request sends what it carries."""
+
+    __slots__ = ("_take", "_taken")
+
+    def __init__(self, take: Callable[[CommonHeaders], object]) -> None:
+        self._take = take  # makes them the pool's defaults (its library's own defaults, these over them)
+        self._taken: CommonHeaders | None = None
+
+    def over(self, headers: Mapping[str, str]) -> Mapping[str, str] | None:
+        """The headers to send with a request that carries ``headers``: None if they are the defaults."""
+        if headers is self._taken:
+            return None
+        if self._taken is None and type(headers) is CommonHeaders:
+            self._take(headers)
+            self._taken = headers
+            return None
+        return headers
 
 
 @dataclasses.dataclass(slots=True, eq=False)

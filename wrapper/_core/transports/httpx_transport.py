@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import functools
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import httpx
 
 from . import fork
-from .base import Reply, Request
+from .base import PoolDefaults, Reply, Request
 from .library import HTTPX, Http, also, library_of
 from .reuse import AsyncSettled, Settled
+from .sync_pool import CheckoutTransport
 
 __all__ = ["AsyncHttpxTransport", "HttpxTransport", "reply_of"]
 
@@ -28,8 +29,11 @@ def _url(library: Http, url: str) -> httpx.URL:
     return library.URL(url)
 
 
-def _built(client: httpx.Client | httpx.AsyncClient, request: Request) -> httpx.Request:
-    """``request`` as ``client`` builds it: with its default headers, cookies and query parameters.
+def _built(
+    client: httpx.Client | httpx.AsyncClient, request: Request, headers: Mapping[str, str] | None
+) -> httpx.Request:
+    """``request`` as ``client`` builds it: with its default headers, cookies and query parameters, and
+    ``headers`` over them (None: the client's defaults are the request's headers already).
 
     The timeouts go as a tuple, which httpx and httpx2 both take (an ``httpx.Timeout`` is not an
     ``httpx2.Timeout``).
@@ -39,7 +43,7 @@ def _built(client: httpx.Client | httpx.AsyncClient, request: Request) -> httpx.
         request.method,
         _url(request.library, request.url),
         content=request.content,
-        headers=request.headers,
+        headers=headers,
         timeout=(timeout.connect, timeout.read, timeout.write, timeout.pool),
     )
 
@@ -65,13 +69,16 @@ class HttpxTransport:
     inherited and builds its own (``wrapper._core.transports.fork``). A client you pass is yours to rebuild.
     An own pool is closed when this transport is collected, quietly: its sockets would each warn
     (``ResourceWarning``) if collected open. A client you pass is yours to close.
+
+    An own pool takes a client's ``CommonHeaders`` as its default headers (``PoolDefaults``), so httpx
+    has no headers to merge for most requests. A client you pass keeps its defaults.
     """
 
     def __init__(self, client: httpx.Client, own: Callable[[], httpx.Client] | None = None) -> None:
         self.client = client
         self._own = own
-        library = library_of(client, asynchronous=False) or HTTPX
-        self._settled = also(Settled, library.SyncByteStream)  # httpx2's responses read only its streams
+        self._defaults = self._pool_defaults()
+        self._settled = _settler(client)
         self._owned = [client]  # what to close when collected: held by the finalizer, not through self
         if own is not None:
             fork.register(self)
@@ -80,6 +87,7 @@ class HttpxTransport:
     def after_fork(self) -> None:
         if self._own is not None and not self.client.is_closed:
             inherited, self.client = self.client, self._own()
+            self._settled, self._defaults = _settler(self.client), self._pool_defaults()
             self._owned[0] = self.client
             fork.release(inherited)
 
@@ -93,14 +101,32 @@ class HttpxTransport:
 
     def stream(self, request: Request, idle: float | None) -> httpx.Response:
         """The response, its body to read: a connection with bytes left over after it is not pooled."""
-        client = self.client
-        response = client.send(_built(client, request), stream=True, follow_redirects=False)
+        client, defaults = self.client, self._defaults
+        headers = request.headers if defaults is None else defaults.over(request.headers)
+        response = client.send(_built(client, request, headers), stream=True, follow_redirects=False)
         assert isinstance(response.stream, request.library.SyncByteStream)
-        response.stream = self._settled(response.stream)
+        if self._settled is not None:
+            response.stream = self._settled(response.stream)
         return _idle(response, idle)
 
     def close(self) -> None:
         self.client.close()
+
+    def _pool_defaults(self) -> PoolDefaults | None:
+        """The own pool's default headers (None for a client you pass)."""
+        if self._own is None:
+            return None
+        client = self.client
+        return PoolDefaults(lambda headers: setattr(client, "headers", headers))
+
+
+def _settler(client: httpx.Client) -> Callable[[httpx.SyncByteStream], Settled] | None:
+    """What wraps a response's body so that its connection is not pooled if bytes were left over after
+    it (``reuse``); None if the client's transport checks that itself (``CheckoutTransport``)."""
+    if isinstance(getattr(client, "_transport", None), CheckoutTransport):
+        return None
+    library = library_of(client, asynchronous=False) or HTTPX
+    return also(Settled, library.SyncByteStream)  # httpx2's responses read only its streams
 
 
 def _close(owned: list[httpx.Client]) -> None:
@@ -125,7 +151,10 @@ class AsyncHttpxTransport:
 
     async def stream(self, request: Request, idle: float | None) -> httpx.Response:
         """The response, its body to read: a connection with bytes left over after it is not pooled."""
-        response = await self.client.send(_built(self.client, request), stream=True, follow_redirects=False)
+        client = self.client
+        response = await client.send(
+            _built(client, request, request.headers), stream=True, follow_redirects=False
+        )
         assert isinstance(response.stream, request.library.AsyncByteStream)
         response.stream = self._settled(response.stream)
         return _idle(response, idle)

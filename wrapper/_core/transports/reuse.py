@@ -7,8 +7,10 @@ end of a response and starts the connection's next request with it (it only chec
 socket has nothing to read, which catches what arrives later). So the httpx transports wrap each
 response's body (``Settled``, ``AsyncSettled``): when it is closed after h11 read past its end, h11
 is told the connection failed (``send_failed``), and httpcore closes the connection instead of
-pooling it. aiohttp drops a connection with leftovers when its response ends; what arrives while a
-connection is idle is checked when the pool hands it out (``aiohttp_transport``).
+pooling it. The sync clients' own pool checks the same when a response hands its connection back
+(``sync_pool``), without a wrapper. aiohttp drops a connection with leftovers when its response
+ends; what arrives while a connection is idle is checked when the pool hands it out
+(``aiohttp_transport``).
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ turn (``make bench``, row "sync complete_many in flight"). Here a request takes 
 is closed: a constant-time step. It is still httpx's own transport underneath, so mocks (respx,
 pytest-httpx) and instrumentations (OpenTelemetry's httpx) see every request as before.
 
+A connection whose response left bytes after it (``reuse``) is closed when given back, never kept.
 Idle connections are swept once a second, off the requests' path (``timers``): those the server
 closed, or idle for longer than ``limits.keepalive_expiry``, are closed and dropped, so no socket is
 left half-closed (CLOSE-WAIT) after a burst, however long the client then stays idle.
@@ -125,7 +126,11 @@ class CheckoutTransport(httpx.BaseTransport):
             if keep:
                 self._busy -= 1
                 self._changed.notify()
-                keep = not self._closed and (self._max_idle is None or len(self._idle) < self._max_idle)
+                keep = (
+                    not self._closed
+                    and (self._max_idle is None or len(self._idle) < self._max_idle)
+                    and _clean(transport)
+                )
                 if keep:
                     self._idle.append(transport)
                     if self._next_sweep is None:
@@ -168,6 +173,16 @@ def _expired(transport: httpx.HTTPTransport) -> bool:
         connection.is_closed() or connection.has_expired() or _readable_while_idle(connection)
         for connection in transport._pool.connections
     )
+
+
+def _clean(transport: httpx.HTTPTransport) -> bool:
+    """False if h11 read past the end of the last response on ``transport``'s connection: the next
+    request on it would read those bytes as its answer (``reuse``)."""
+    for connection in transport._pool.connections:
+        state = getattr(getattr(connection, "_connection", None), "_h11_state", None)
+        if state is not None and state.trailing_data[0]:
+            return False
+    return True
 
 
 def _readable_while_idle(connection: object) -> bool:
