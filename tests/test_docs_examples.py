@@ -1,7 +1,9 @@
 """Every Python code block of README.md and docs/*.md runs as a reader would run it, against the sandbox.
 
-Sybil finds the blocks. Each runs as a script of its own in a fresh interpreter (so an example that
-sets a global, an OpenTelemetry provider or ``set_testing``, leaves nothing behind), in an empty
+Sybil finds the blocks. Each runs as a script of its own in a fresh process (so an example that
+sets a global, an OpenTelemetry provider or ``set_testing``, leaves nothing behind): forked, for
+a script, from a Python that has imported the clients and the sandbox once for the module
+(``tests/preloaded_python.py``; importing them took most of a short example's CPU), in an empty
 directory, with the environment the docs tell readers to set: ``SGP_*`` and ``GRADIENT_*`` pointing
 at one sandbox (seed 0), reset before each block. Conventions of the pages:
 
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+from preloaded_python import PreloadedPython
 from sybil import Document, Example, Region
 from sybil.parsers.markdown.lexers import RawFencedCodeBlockLexer
 
@@ -139,6 +142,14 @@ def docs_sandbox() -> Iterator[Sandbox]:
         yield sb
 
 
+@pytest.fixture(scope="module")
+def preloaded(docs_sandbox: Sandbox) -> Iterator[PreloadedPython]:
+    """The Python the script blocks fork from, started with the environment every block gets."""
+    python = PreloadedPython(_environment(docs_sandbox))
+    yield python
+    python.close()
+
+
 def _environment(sandbox: Sandbox) -> dict[str, str]:
     """This process's environment, with the docs' variables pointed at ``sandbox`` instead of the reader's."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SGP_", "GRADIENT_", "OTEL_", "PYTEST_"))}
@@ -170,8 +181,9 @@ def test_example_runs(
     environment = _environment(docs_sandbox)
     if "REDIS_URL" in block.code:  # a Redis the reader runs: a real redis-server, emptied for the block
         environment["REDIS_URL"] = request.getfixturevalue("redis_url")
-    if block.is_test_file:
-        script = tmp_path / "test_example.py"
+    script = tmp_path / ("test_example.py" if block.is_test_file else "example.py")
+    script.write_text(block.code, encoding="utf-8")
+    if block.is_test_file:  # pytest as the reader runs it: no module loaded ahead of its plugins
         command = [
             sys.executable,
             "-m",
@@ -182,19 +194,11 @@ def test_example_runs(
             *block.plugins,
             script.name,
         ]
+        done = subprocess.run(
+            command, cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=TIMEOUT
+        )
     else:
-        script = tmp_path / "example.py"
-        command = [sys.executable, script.name]
-    script.write_text(block.code, encoding="utf-8")
-    done = subprocess.run(
-        command,
-        cwd=tmp_path,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
+        done = request.getfixturevalue("preloaded").run(script, environment, TIMEOUT)
     if done.returncode != 0:
         pytest.fail(f"{_name(example)} failed:\n{done.stdout}\n{done.stderr}", pytrace=False)
     if block.is_test_file:
