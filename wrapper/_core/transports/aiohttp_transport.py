@@ -24,7 +24,7 @@ import functools
 import importlib
 import io
 import ssl
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, cast
 
 import aiohttp
@@ -237,7 +237,7 @@ class AiohttpTransport:
         self._limits = limits
         self._library = library
         self._session: aiohttp.ClientSession | None = None
-        self._defaults = PoolDefaults(self._take_headers)  # the session's default headers
+        self._defaults: PoolDefaults  # the open session's default headers, set by ``_open``
         # The pool's cap: a slot per request in flight, a stream's held until its body is closed.
         cap = limits.max_connections
         self._slots = None if cap is None else asyncio.Semaphore(cap)
@@ -259,12 +259,8 @@ class AiohttpTransport:
             max_field_size=_HEAD,
             max_headers=_HEAD // 4,  # as many as fit in a head of that size ("a:\r\n")
         )
-        self._defaults = PoolDefaults(self._take_headers)
+        self._defaults = PoolDefaults(self._session.headers.update)
         return self._session
-
-    def _take_headers(self, headers: Mapping[str, str]) -> None:
-        assert self._session is not None  # taken by a request, in ``_request``, after ``_open``
-        self._session.headers.update(headers)
 
     def _request(self, request: Request, read: float | None) -> aiohttp.client._RequestContextManager:
         session = self._session or self._open()
